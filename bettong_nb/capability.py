@@ -1,0 +1,306 @@
+"""Capabilities: everything an agent can do comes from one of these.
+
+A capability is anything with ``id``, ``instructions`` and ``tools`` — a plain dict::
+
+    weather = {
+        "id": "weather",
+        "instructions": "Temperatures are in celsius.",
+        "tools": [{
+            "name": "get_weather",
+            "description": "Current weather for a city.",
+            "parameters": {"city": {"type": "string", "description": "City name.", "required": True}},
+            "handler": lambda city: f"It is raining in {city}",
+        }],
+    }
+
+or any object with those attributes (a dataclass that holds state). A tool is a dict with
+``name``, ``description``, ``parameters`` and ``handler``, or a :class:`Tool` (see :func:`tool`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
+
+from . import secrets
+
+__all__ = [
+    "Capability",
+    "Tool",
+    "tool",
+    "RegisteredTool",
+    "ToolError",
+    "capability_id",
+    "capability_instructions",
+    "capability_tools",
+    "parameters_schema",
+    "tool_schema",
+    "registry",
+    "schemas",
+    "system_text",
+    "invoke",
+    "stringify",
+]
+
+
+class ToolError(ValueError):
+    """A capability or tool is malformed; raised when the registry is built."""
+
+
+@runtime_checkable
+class Capability(Protocol):
+    """What an agent can be handed. A dict with the same keys works too."""
+
+    id: str
+    instructions: str | None
+    tools: list
+
+
+@dataclass
+class Tool:
+    """One tool: a name the model calls, a JSON schema of its arguments and the handler.
+
+    The handler is called with keyword arguments decoded from the model's JSON; it may be
+    sync or async, and whatever it returns becomes the tool result.
+    """
+
+    name: str
+    handler: Callable[..., Any]
+    description: str | None = None
+    parameters: Mapping[str, Any] | None = None
+
+    def __call__(self, *args, **kwargs):
+        return self.handler(*args, **kwargs)
+
+
+def _get(obj: Any, key: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def capability_id(cap: Any) -> str | None:
+    return _get(cap, "id")
+
+
+def capability_instructions(cap: Any) -> str | None:
+    return _get(cap, "instructions")
+
+
+def capability_tools(cap: Any) -> list:
+    return list(_get(cap, "tools") or [])
+
+
+# --- parameters -------------------------------------------------------------------------------
+
+def parameters_schema(parameters: Mapping[str, Any] | None) -> dict:
+    """A JSON schema from the shorthand ``{"city": {"type": "string", "required": True}}``.
+
+    A mapping whose ``type`` is ``"object"`` is already a schema and passes through untouched.
+    """
+    if not parameters:
+        return {"type": "object", "properties": {}, "required": []}
+    if parameters.get("type") == "object":
+        return dict(parameters)
+    properties, required = {}, []
+    for name, spec in parameters.items():
+        spec = dict(spec)
+        if spec.pop("required", False):
+            required.append(name)
+        properties[name] = spec
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def tool_schema(spec: Any) -> dict:
+    """The neutral schema of one tool: ``{"name", "parameters", "description"?}``.
+
+    The description is present only when it is non-empty; providers wrap this in their
+    own wire shape.
+    """
+    schema = {"name": _get(spec, "name"), "parameters": parameters_schema(_get(spec, "parameters"))}
+    description = _get(spec, "description")
+    if description:
+        schema["description"] = description
+    return schema
+
+
+# --- @tool ------------------------------------------------------------------------------------
+
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
+
+
+def _json_type(hint: Any) -> dict:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _json_type(options[0]) if len(options) == 1 else {}
+    if origin is typing.Literal:
+        values = list(typing.get_args(hint))
+        return {**_json_type(type(values[0])), "enum": values}
+    if origin in (list, tuple, set, frozenset, Iterable):
+        args = typing.get_args(hint)
+        return {"type": "array", **({"items": _json_type(args[0])} if args else {})}
+    if origin in (dict, Mapping):
+        return {"type": "object"}
+    if hint in _JSON_TYPES:
+        return {"type": _JSON_TYPES[hint]}
+    return {}
+
+
+def _docstring_parts(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its summary and the ``Args:`` descriptions."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    summary, args, current, in_args = [], {}, None, False
+    for line in lines:
+        stripped = line.strip()
+        if re.fullmatch(r"(Args|Arguments|Parameters):", stripped):
+            in_args = True
+            continue
+        if in_args and re.fullmatch(r"[A-Z][A-Za-z ]*:", stripped) and not line.startswith(" "):
+            in_args = False  # the next section (Returns:, Raises:) begins
+        if in_args:
+            match = re.match(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", line)
+            if match and (len(line) - len(line.lstrip())) <= 4:
+                current = match.group(1).lstrip("*")
+                args[current] = match.group(2).strip()
+            elif current and stripped:
+                args[current] = f"{args[current]} {stripped}".strip()
+        elif not args:
+            summary.append(line)
+    return "\n".join(summary).strip(), args
+
+
+def tool(fn: Callable | None = None, *, name: str | None = None, description: str | None = None):
+    """Turn a typed function into a :class:`Tool`.
+
+    ::
+
+        @tool
+        def get_weather(city: str, unit: str = "celsius") -> str:
+            '''Current weather for a city.
+
+            Args:
+                city: City name.
+                unit: "celsius" or "fahrenheit".
+            '''
+    """
+
+    def build(fn: Callable) -> Tool:
+        summary, arg_docs = _docstring_parts(fn.__doc__ or "")
+        hints = typing.get_type_hints(fn)
+        properties, required = {}, []
+        for param in inspect.signature(fn).parameters.values():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            prop = _json_type(hints.get(param.name, Any))
+            if param.name in arg_docs:
+                prop["description"] = arg_docs[param.name]
+            if param.default is param.empty:
+                required.append(param.name)
+            elif param.default is not None:
+                prop["default"] = param.default
+            properties[param.name] = prop
+        return Tool(
+            name=name or fn.__name__,
+            handler=fn,
+            description=description or summary or None,
+            parameters={"type": "object", "properties": properties, "required": required},
+        )
+
+    return build(fn) if fn is not None else build
+
+
+# --- registry ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RegisteredTool:
+    name: str
+    schema: dict
+    handler: Callable[..., Any]
+    capability: str | None
+    order: int
+
+
+def registry(capabilities: Iterable[Any] | None) -> dict[str, RegisteredTool]:
+    """Flatten capabilities into ``name -> RegisteredTool``, keeping declaration order.
+
+    The tool list is part of the prompt the provider caches, so its order must be the order
+    the capabilities declared their tools: adding a capability then appends rather than
+    reshuffles, and the cached prefix survives.
+    """
+    tools: dict[str, RegisteredTool] = {}
+    for cap in capabilities or ():
+        cap_id = capability_id(cap)
+        for spec in capability_tools(cap):
+            name = _get(spec, "name")
+            if not isinstance(name, str) or not name.strip():
+                raise ToolError(f"A tool needs a non-blank string name (capability {cap_id!r})")
+            handler = _get(spec, "handler")
+            if not callable(handler):
+                raise ToolError(f"Tool {name} needs a handler function (capability {cap_id!r})")
+            if name in tools:
+                raise ToolError(
+                    f"Two capabilities both provide the tool {name}: "
+                    f"{tools[name].capability!r} and {cap_id!r}"
+                )
+            tools[name] = RegisteredTool(name, tool_schema(spec), handler, cap_id, len(tools))
+    return tools
+
+
+def schemas(reg: Mapping[str, RegisteredTool]) -> list[dict]:
+    """The tools payload, in declaration order."""
+    return [t.schema for t in sorted(reg.values(), key=lambda t: t.order)]
+
+
+def system_text(capabilities: Iterable[Any] | None) -> str | None:
+    """The capabilities' instructions joined by newlines, or None when none has any."""
+    parts = [text for cap in capabilities or () if (text := capability_instructions(cap)) is not None]
+    return "\n".join(parts) if parts else None
+
+
+def stringify(value: Any) -> str:
+    """How a handler's return value reaches the model: None is empty, str as is, else JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+async def _call(handler: Callable[..., Any], args: Mapping[str, Any]) -> Any:
+    if not isinstance(args, Mapping):
+        raise TypeError(f"tool arguments must be a JSON object, got {type(args).__name__}")
+    result = handler(**args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+async def invoke(
+    reg: Mapping[str, RegisteredTool], name: str, args: Mapping[str, Any], *, extra_secrets: Iterable[str] = ()
+) -> tuple[str, int]:
+    """Run a tool. Always returns ``(text, redactions)``, never raises for the tool's sake.
+
+    A handler that raises becomes ``ERROR: <message>`` so the model can read it and try
+    something else; whatever comes back is redacted, because every tool result is uploaded
+    to the model provider — including the output of tools you wrote.
+    """
+    entry = reg.get(name)
+    if entry is None:
+        text = f"ERROR: no capability provides a tool called {name}"
+    else:
+        try:
+            text = stringify(await _call(entry.handler, args))
+        except Exception as exc:  # the model reads the error; the run goes on
+            text = f"ERROR: {exc}" if str(exc) else f"ERROR: {type(exc).__name__}"
+    return secrets.redact(text, extra=extra_secrets)

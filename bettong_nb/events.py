@@ -1,0 +1,194 @@
+"""Typed progress events. The loop reports; the notebook, the CLI and your code listen.
+
+    def on_event(event):
+        if isinstance(event, ToolCallFinished):
+            print(event.tool, event.status)
+
+    bettong_nb.deepseek(on_event=on_event)
+
+Every event has a ``kind`` string, handy for ``match`` and logs.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = [
+    "Event",
+    "TurnStarted",
+    "ModelRequest",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolUseDelta",
+    "AssistantMessage",
+    "ApprovalRequested",
+    "ApprovalDecided",
+    "ToolCallStarted",
+    "ToolCallFinished",
+    "Retry",
+    "CacheWarning",
+    "BudgetExceeded",
+    "TurnFinished",
+    "emit",
+    "listening",
+]
+
+
+@dataclass(frozen=True)
+class Event:
+    kind = "event"
+
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    prompt: str
+    turn: int
+    kind = "turn-started"
+
+
+@dataclass(frozen=True)
+class ModelRequest(Event):
+    """A request is about to go to the model."""
+
+    step: int
+    model: str | None
+    kind = "model-request"
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    text: str
+    kind = "text-delta"
+
+
+@dataclass(frozen=True)
+class ThinkingDelta(Event):
+    text: str
+    kind = "thinking-delta"
+
+
+@dataclass(frozen=True)
+class ToolUseDelta(Event):
+    """The model is writing a tool call: its name once known, then pieces of its JSON arguments."""
+
+    index: int
+    name: str | None
+    arguments: str
+    kind = "tool-use-delta"
+
+
+@dataclass(frozen=True)
+class AssistantMessage(Event):
+    """A model response arrived (``usage`` is this one request's)."""
+
+    step: int
+    message: dict
+    usage: Any
+    latency_s: float
+    kind = "assistant"
+
+
+@dataclass(frozen=True)
+class ApprovalRequested(Event):
+    call_id: str
+    tool: str
+    capability: str | None
+    args: Any
+    kind = "approval-requested"
+
+
+@dataclass(frozen=True)
+class ApprovalDecided(Event):
+    call_id: str
+    tool: str
+    allowed: bool
+    reason: str | None
+    kind = "approval-decided"
+
+
+@dataclass(frozen=True)
+class ToolCallStarted(Event):
+    call_id: str
+    step: int
+    tool: str
+    capability: str | None
+    args: Any
+    kind = "tool-call-started"
+
+
+@dataclass(frozen=True)
+class ToolCallFinished(Event):
+    """A tool call ended; ``status`` is ``ok``, ``error`` or ``denied``."""
+
+    call_id: str
+    step: int
+    tool: str
+    capability: str | None
+    args: Any
+    result: str
+    status: str
+    duration_s: float
+    redactions: int
+    kind = "tool-call"
+
+
+@dataclass(frozen=True)
+class Retry(Event):
+    """The transport will try a failed request again after ``delay_s`` seconds."""
+
+    provider: str
+    attempt: int
+    delay_s: float
+    reason: str
+    kind = "retry"
+
+
+@dataclass(frozen=True)
+class CacheWarning(Event):
+    """A turn changes what the provider has cached (``moved``: "system" or "tools")."""
+
+    moved: str
+    message: str
+    kind = "warning"
+
+
+@dataclass(frozen=True)
+class BudgetExceeded(Event):
+    reason: str
+    kind = "budget-exceeded"
+
+
+@dataclass(frozen=True)
+class TurnFinished(Event):
+    result: Any
+    kind = "turn-finished"
+
+
+# The transport emits retries without knowing who listens: the loop installs its listener here
+# for the duration of a run, so every layer below reports into the same stream.
+_listener: contextvars.ContextVar[Callable[[Event], Any] | None] = contextvars.ContextVar(
+    "bettong_listener", default=None
+)
+
+
+def emit(event: Event) -> None:
+    """Report an event to whoever is listening in this context (no-op when nobody is)."""
+    listener = _listener.get()
+    if listener is not None:
+        listener(event)
+
+
+class listening:
+    """Context manager installing ``listener`` as the receiver of :func:`emit`."""
+
+    def __init__(self, listener: Callable[[Event], Any] | None):
+        self._listener = listener
+
+    def __enter__(self):
+        self._token = _listener.set(self._listener)
+        return self
+
+    def __exit__(self, *exc):
+        _listener.reset(self._token)

@@ -1,0 +1,169 @@
+"""The neutral seam between the agent loop and a model: Request, Response, Provider.
+
+The loop speaks only these shapes; each provider module translates them to one wire format.
+
+Messages are plain dicts so a transcript is JSON as it stands::
+
+    {"role": "user", "content": "hi"}
+    {"role": "assistant", "content": [
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "c1", "name": "read_file", "input": {"path": "a.txt"}}]}
+    {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "c1", "content": "hello", "is_error": False}]}
+
+A ``tool_use`` input is the decoded arguments, or the model's raw text when that was not
+valid JSON (the loop reports the error to the model). A block a provider parsed may carry
+``raw`` (the vendor's own JSON), which that provider echoes back unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
+
+from ..usage import Usage
+
+__all__ = [
+    "SystemBlock",
+    "Request",
+    "Response",
+    "Provider",
+    "ProviderError",
+    "text",
+    "tool_uses",
+    "refused",
+    "truncated",
+    "unfence",
+]
+
+
+@dataclass(frozen=True)
+class SystemBlock:
+    """A piece of the system prompt; ``cache`` asks for a prompt-cache breakpoint after it."""
+
+    text: str
+    cache: bool = False
+
+
+@dataclass
+class Request:
+    """One model turn, in neutral form. A provider ignores what it cannot express."""
+
+    messages: list[dict]
+    system: list[SystemBlock] = field(default_factory=list)
+    tools: list[dict] = field(default_factory=list)  # [{"name", "parameters", "description"?}]
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    tool_choice: str | None = None  # "auto", "none", "required" or a tool name
+    effort: str | None = None  # reasoning depth: low, medium, high, xhigh, max
+    format: dict | None = None  # a JSON schema the answer must follow
+    thinking_display: str | None = None
+    num_ctx: int | None = None
+    keep_alive: str | int | None = None
+
+
+@dataclass
+class Response:
+    """One model answer. Read ``stop_reason`` before ``content``: a refusal has no text to trust."""
+
+    content: list[dict]
+    stop_reason: str = "end_turn"  # end_turn, tool_use, refusal, max_tokens, or the vendor's own
+    model: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    stop_details: Any = None
+
+    def text(self) -> str:
+        return text(self)
+
+    def tool_uses(self) -> list[dict]:
+        return tool_uses(self)
+
+    def refused(self) -> bool:
+        return refused(self)
+
+    def truncated(self) -> bool:
+        return truncated(self)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Anything that can run one model turn.
+
+    ``stream`` calls ``on_event`` with :mod:`bettong_nb.events` deltas as they arrive and
+    returns the same Response ``complete`` would have.
+    """
+
+    async def complete(self, request: Request) -> Response: ...
+
+    async def stream(self, request: Request, on_event: Callable[[Any], Any]) -> Response: ...
+
+
+class ProviderError(RuntimeError):
+    """A model request failed. Carries what the server said, never the key."""
+
+    def __init__(self, message: str, *, provider: str, status: int | None = None,
+                 body_excerpt: str | None = None, retryable: bool = False):
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+        self.body_excerpt = body_excerpt
+        self.retryable = retryable
+
+
+def text(response: Response) -> str:
+    """The text blocks concatenated; thinking and tool use dropped. Empty on a refusal."""
+    return "".join(b.get("text", "") for b in response.content if b.get("type") == "text")
+
+
+def tool_uses(response: Response) -> list[dict]:
+    return [b for b in response.content if b.get("type") == "tool_use"]
+
+
+def refused(response: Response) -> bool:
+    return response.stop_reason == "refusal"
+
+
+def truncated(response: Response) -> bool:
+    return response.stop_reason == "max_tokens"
+
+
+_FENCE = re.compile(r"```(?:json|edn|clojure|clj|text|python|py)?\s*(.*?)```", re.S)
+
+
+def unfence(answer: str) -> str:
+    """The contents of the first markdown fence in ``answer``, else ``answer`` itself."""
+    match = _FENCE.search(answer)
+    return match.group(1) if match else answer
+
+
+async def stream_by_completing(provider: Any, request: Request, on_event: Callable[[Any], Any]) -> Response:
+    """``stream`` for a provider without an incremental transport: one delta per text block."""
+    from ..events import TextDelta
+
+    response = await provider.complete(request)
+    for block in response.content:
+        if block.get("type") == "text" and block.get("text"):
+            on_event(TextDelta(block["text"]))
+    return response
+
+
+class CallableProvider:
+    """Wraps a plain ``request -> Response`` function (sync or async) as a Provider."""
+
+    def __init__(self, fn: Callable[[Request], Response | Awaitable[Response]]):
+        self.fn = fn
+        self.name = getattr(fn, "__name__", "callable")
+
+    async def complete(self, request: Request) -> Response:
+        result = self.fn(request)
+        if isinstance(result, Awaitable):
+            result = await result
+        return result
+
+    async def stream(self, request: Request, on_event: Callable[[Any], Any]) -> Response:
+        return await stream_by_completing(self, request, on_event)
+
+    def __repr__(self) -> str:
+        return f"CallableProvider({self.name})"

@@ -1,0 +1,166 @@
+"""Sessions: a conversation that continues, turn after turn, on a cached prompt prefix.
+
+    chat = agent.session()
+    chat.run("Describe Lithuania")
+    chat.run("What is its capital?")      # knows what "its" means
+    chat.transcript, chat.usage, chat.clear()
+
+Each turn only appends to the transcript; the system prompt is built once, so every request
+starts with the bytes the provider cached for the previous one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+from dataclasses import replace
+from typing import Any, Mapping
+
+from . import capability as cap
+from . import events, usage
+from ._sync import run_sync
+from .agent import Agent, RunResult, system_prompt
+
+__all__ = ["Session"]
+
+
+class _TurnLock:
+    """A FIFO lock usable from any event loop (sync runs use a worker loop, notebooks their own)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._held = False
+        self._waiters: collections.deque[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = collections.deque()
+
+    async def __aenter__(self) -> None:
+        with self._guard:
+            if not self._held:
+                self._held = True
+                return
+            loop = asyncio.get_running_loop()
+            waiter = loop.create_future()
+            self._waiters.append((loop, waiter))
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            with self._guard:
+                if (loop, waiter) in self._waiters:
+                    self._waiters.remove((loop, waiter))
+                else:
+                    self._release_locked()  # it was handed to us as we were cancelled: pass it on
+            raise
+
+    async def __aexit__(self, *exc: Any) -> None:
+        with self._guard:
+            self._release_locked()
+
+    def _release_locked(self) -> None:
+        if self._waiters:
+            loop, waiter = self._waiters.popleft()
+            loop.call_soon_threadsafe(lambda: waiter.done() or waiter.set_result(None))
+        else:
+            self._held = False
+
+
+class Session:
+    """A conversation on any Agent. One turn at a time; a failed or cancelled turn leaves the
+    transcript exactly as it was."""
+
+    def __init__(self, agent: Agent):
+        self.agent = agent
+        self.transcript: list[dict] = []
+        self.usage: usage.Usage = usage.ZERO
+        self.requests: list[usage.RequestRecord] = []
+        self.tool_calls: list = []
+        self.results: list[RunResult] = []
+        self.turns = 0
+        self._tools: list[dict] | None = None
+        self._lock = _TurnLock()
+
+    @property
+    def provider(self):
+        return getattr(self.agent, "provider", None)
+
+    @property
+    def options(self) -> Mapping[str, Any]:
+        return getattr(self.agent, "options", {})
+
+    @property
+    def last(self) -> RunResult | None:
+        return self.results[-1] if self.results else None
+
+    def _guard_prefix(self, overrides: Mapping[str, Any]) -> None:
+        """Warn when this turn would change what the provider has cached."""
+        o = {**self.options, **overrides}
+        caps = o.get("capabilities") or ()
+        tools = cap.schemas(cap.registry(caps))
+        listener = o.get("on_event") or (lambda event: None)
+        if self.transcript:
+            wanted = system_prompt(caps, o.get("system"))
+            if wanted != self.transcript[0]["content"]:
+                listener(events.CacheWarning(
+                    "system", "The system prompt this turn would build differs from the session's (capabilities' "
+                    "instructions or `system` changed). The session keeps its first system prompt so the cached "
+                    "prefix survives; call clear() to start over with the new one."))
+            if self._tools is not None and tools != self._tools:
+                before = [t["name"] for t in self._tools]
+                after = [t["name"] for t in tools]
+                if after[:len(before)] == before:
+                    what = f"tools appended ({', '.join(after[len(before):])}); the cached prefix ends at the tools"
+                else:
+                    what = (f"tools changed from [{', '.join(before)}] to [{', '.join(after)}]")
+                listener(events.CacheWarning("tools", f"{what}: this request pays full price for the whole prompt "
+                                                      "instead of the cached rate."))
+        self._tools = tools
+
+    async def arun(self, prompt: str, **overrides: Any) -> RunResult:
+        async with self._lock:
+            self._guard_prefix(overrides)
+            result = await self.agent.arun(prompt, **{**overrides, "messages": list(self.transcript)})
+            turn = self.turns + 1
+            result.requests = [replace(r, turn=turn) for r in result.requests]
+            for call in result.tool_calls:
+                call.turn = turn
+            self.transcript = list(result.messages)
+            self.usage += result.usage
+            self.requests.extend(result.requests)
+            self.tool_calls.extend(result.tool_calls)
+            self.results.append(result)
+            self.turns = turn
+            return result
+
+    def run(self, prompt: str, **overrides: Any) -> RunResult:
+        return run_sync(self.arun(prompt, **overrides))
+
+    async def wait(self) -> RunResult | None:
+        """Wait for a turn running in the background (older kernels), then return the last result."""
+        async with self._lock:
+            return self.last
+
+    def clear(self) -> "Session":
+        """Forget the conversation; keep the agent. The next turn builds a fresh system prompt."""
+        self.transcript, self.usage, self.requests, self.tool_calls, self.results = [], usage.ZERO, [], [], []
+        self.turns, self._tools = 0, None
+        return self
+
+    def session(self) -> "Session":
+        return Session(self.agent)
+
+    def usage_frame(self, prices: Mapping[str, float] | None = None):
+        from .notebook.frames import usage_frame
+
+        return usage_frame(self.requests, prices or self.options.get("prices"))
+
+    def tool_frame(self):
+        from .notebook.frames import tool_frame
+
+        return tool_frame(self.tool_calls)
+
+    def _repr_html_(self) -> str:
+        from .notebook.display import session_html
+
+        return session_html(self)
+
+    def __repr__(self) -> str:
+        return f"Session({self.turns} turns, {len(self.transcript)} messages, {usage.summary(self.usage)})"
