@@ -264,17 +264,20 @@ def system_text(capabilities: Iterable[Any] | None) -> str | None:
 
 
 def stringify(value: Any) -> str:
-    """How a handler's return value reaches the model: None is empty, str as is, else JSON."""
+    """How a handler's return value reaches the model: None is empty, str as is, data as JSON,
+    anything else as its str()."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(value)
+    if isinstance(value, (dict, list, tuple, int, float)):
+        try:
+            return json.dumps(value, ensure_ascii=False, default=str)
+        except ValueError:  # circular structures
+            pass
+    return str(value)
 
 
 async def _call(handler: Callable[..., Any], args: Mapping[str, Any]) -> Any:
