@@ -67,4 +67,8 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     except KeyboardInterrupt:
         loop.call_soon_threadsafe(lambda: tasks and tasks[0].cancel())
         concurrent.futures.wait([outcome], timeout=5)
+        # A coroutine that handles its cancellation and returns (a batch returning what
+        # finished) has the last word; anything else re-raises the interrupt.
+        if outcome.done() and not outcome.cancelled() and outcome.exception() is None:
+            return outcome.result()
         raise

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
 from . import capability as cap
-from . import events, usage
+from . import budget, events, usage
 from ._sync import run_sync
 from .providers.base import CallableProvider, Provider, Request, Response, SystemBlock
 
@@ -208,30 +208,6 @@ class _Turn:
                          self.redactions, **kw)
 
 
-def _estimate_tokens(request: Request) -> int:
-    """A rough prompt size (4 characters a token) used to stop before a request busts a budget."""
-    size = sum(len(b.text) for b in request.system) + len(json.dumps(request.messages, ensure_ascii=False))
-    return (size + len(json.dumps(request.tools))) // 4 + (request.max_tokens or 0)
-
-
-def _over_budget(o: Mapping[str, Any], spent: usage.Usage, request: Request) -> str | None:
-    """Why the next request would exceed a budget, or None."""
-    if o.get("token_budget") is None and o.get("cost_budget") is None:
-        return None
-    estimate = _estimate_tokens(request)
-    if o.get("token_budget") is not None and spent.total_tokens + estimate > o["token_budget"]:
-        return (f"token budget of {o['token_budget']} would be exceeded "
-                f"({spent.total_tokens} spent, next request ~{estimate})")
-    if o.get("cost_budget") is not None:
-        prices = o.get("prices") or {}
-        if not prices:
-            raise TypeError("cost_budget needs prices={'input': ..., 'output': ..., 'cache_hit': ...} per million tokens")
-        next_cost = usage.cost(usage.Usage(prompt_tokens=estimate), **prices) or 0.0
-        if (usage.cost(spent, **prices) or 0.0) + next_cost > o["cost_budget"]:
-            return f"cost budget of {o['cost_budget']} would be exceeded"
-    return None
-
-
 async def _run_tool(o: Mapping[str, Any], reg: Mapping[str, cap.RegisteredTool], block: dict, t: _Turn,
                     secrets: list[str]) -> dict:
     name, call_id = block["name"], block["id"]
@@ -271,6 +247,7 @@ async def execute(provider: Provider, o: Mapping[str, Any], prompt: str) -> RunR
     listener = o.get("on_event") or (lambda event: None)
     t = _Turn(messages, listener)
     secrets = list(getattr(provider, "secret_values", lambda: [])())
+    budgets = budget.active(o.get("token_budget"), o.get("cost_budget"), o.get("prices"))
     with events.listening(listener):
         while True:
             if t.steps >= o["max_steps"]:
@@ -279,9 +256,11 @@ async def execute(provider: Provider, o: Mapping[str, Any], prompt: str) -> RunR
             request = Request(messages=t.messages[1:], system=[SystemBlock(t.messages[0]["content"], cache=True)],
                               tools=tools, model=o.get("model"), max_tokens=o.get("max_tokens"),
                               temperature=o.get("temperature"), tool_choice=o.get("tool_choice"))
-            if (why := _over_budget(o, t.spent, request)) is not None:
-                listener(events.BudgetExceeded(why))
-                return t.result(None, False, stop_reason="budget", reason=why, prices=o.get("prices"))
+            if budgets:
+                estimate = budget.estimate_tokens(t.messages[0]["content"], request.messages, tools, request.max_tokens)
+                if (why := next(filter(None, (b.refusal(estimate) for b in budgets)), None)) is not None:
+                    listener(events.BudgetExceeded(why))
+                    return t.result(None, False, stop_reason="budget", reason=why, prices=o.get("prices"))
             listener(events.ModelRequest(t.steps + 1, request.model))
             started = time.perf_counter()
             if o.get("stream"):
@@ -291,6 +270,8 @@ async def execute(provider: Provider, o: Mapping[str, Any], prompt: str) -> RunR
             latency = time.perf_counter() - started
             t.steps += 1
             t.spent += response.usage
+            for b in budgets:
+                b.charge(response.usage)
             t.records.append(usage.RequestRecord(1, t.steps, response.model or request.model, latency, response.usage))
             # A truncated answer's half-written tool calls are never run nor sent back.
             content = response.content if not response.truncated() else [
@@ -360,10 +341,29 @@ class ModelAgent:
     def run(self, prompt: str, **overrides: Any) -> RunResult:
         return run_sync(self.arun(prompt, **overrides))
 
-    def session(self) -> "Session":
+    def session(self, *, token_budget: int | None = None, cost_budget: float | None = None) -> "Session":
+        """A conversation on this agent; the budgets, when given, cover all its turns."""
         from .session import Session
 
-        return Session(self)
+        return Session(self, token_budget=token_budget, cost_budget=cost_budget)
+
+    async def amap(self, prompts: Iterable[str], *, concurrency: int = 8, progress: bool = True,
+                   **overrides: Any) -> "Batch":
+        """Run each prompt independently, ``concurrency`` at a time; RunResults in input order.
+        ``token_budget``/``cost_budget`` here cover the whole batch. See :mod:`bettong_nb.batch`."""
+        from .batch import amap
+
+        return await amap(self, prompts, concurrency=concurrency, progress=progress, **overrides)
+
+    def map(self, prompts: Iterable[str], *, concurrency: int = 8, progress: bool = True, **overrides: Any) -> "Batch":
+        return run_sync(self.amap(prompts, concurrency=concurrency, progress=progress, **overrides))
+
+    def map_frame(self, frame: Any, *, prompt: str, output: str = "output", **options: Any):
+        """Fill column ``output`` of a copy of ``frame`` from the template ``prompt`` over each row
+        (``"Classify: {text}"``); the batch's usage frame is ``result.attrs["usage_frame"]``."""
+        from .batch import map_frame
+
+        return map_frame(self, frame, prompt=prompt, output=output, **options)
 
     def __repr__(self) -> str:
         caps = [cap.capability_id(c) for c in self.options["capabilities"]]

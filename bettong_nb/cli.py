@@ -46,8 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not task:
         print('usage: python -m bettong_nb "<task>"', file=sys.stderr)
         return 2
-    from . import agent as agents
     from . import capabilities as caps
+    from .agent import agent, deepseek
     from .providers.base import ProviderError
 
     capabilities = []
@@ -60,11 +60,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.offline:
             from .providers.offline import OfflineModel
 
-            agent = agents.agent(provider=OfflineModel(), **options)
+            runner = agent(provider=OfflineModel(), **options)
         else:
             extra = {k: v for k, v in (("model", args.model), ("base_url", args.base_url)) if v}
-            agent = agents.deepseek(**options, **extra)
-        result = agent.run(task)
+            runner = deepseek(**options, **extra)
+        result = runner.run(task)
     except (ProviderError, TypeError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

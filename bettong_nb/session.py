@@ -17,8 +17,8 @@ import threading
 from dataclasses import replace
 from typing import Any, Mapping
 
+from . import budget, events, usage
 from . import capability as cap
-from . import events, usage
 from ._sync import run_sync
 from .agent import Agent, RunResult, system_prompt
 
@@ -67,8 +67,10 @@ class Session:
     """A conversation on any Agent. One turn at a time; a failed or cancelled turn leaves the
     transcript exactly as it was."""
 
-    def __init__(self, agent: Agent):
+    def __init__(self, agent: Agent, *, token_budget: int | None = None, cost_budget: float | None = None):
         self.agent = agent
+        self.budget = (budget.Budget("session", token_budget, cost_budget, getattr(agent, "options", {}).get("prices"))
+                       if token_budget is not None or cost_budget is not None else None)
         self.transcript: list[dict] = []
         self.usage: usage.Usage = usage.ZERO
         self.requests: list[usage.RequestRecord] = []
@@ -117,7 +119,8 @@ class Session:
     async def arun(self, prompt: str, **overrides: Any) -> RunResult:
         async with self._lock:
             self._guard_prefix(overrides)
-            result = await self.agent.arun(prompt, **{**overrides, "messages": list(self.transcript)})
+            with budget.sharing(self.budget):
+                result = await self.agent.arun(prompt, **{**overrides, "messages": list(self.transcript)})
             turn = self.turns + 1
             result.requests = [replace(r, turn=turn) for r in result.requests]
             for call in result.tool_calls:
@@ -139,13 +142,14 @@ class Session:
             return self.last
 
     def clear(self) -> "Session":
-        """Forget the conversation; keep the agent. The next turn builds a fresh system prompt."""
+        """Forget the conversation; keep the agent (and what its budget has spent).
+        The next turn builds a fresh system prompt."""
         self.transcript, self.usage, self.requests, self.tool_calls, self.results = [], usage.ZERO, [], [], []
         self.turns, self._tools = 0, None
         return self
 
-    def session(self) -> "Session":
-        return Session(self.agent)
+    def session(self, **budgets: Any) -> "Session":
+        return Session(self.agent, **budgets)
 
     def usage_frame(self, prices: Mapping[str, float] | None = None):
         from .notebook.frames import usage_frame

@@ -38,16 +38,18 @@ class OfflineModel:
         tools = {t["name"] for t in request.tools}
         results = [b for m in request.messages if isinstance(m["content"], list)
                    for b in m["content"] if b.get("type") == "tool_result"]
-        content = self._next_call(tools, results) or [{"type": "text", "text": self._answer(request, results)}]
+        prompt = next((m["content"] for m in request.messages if m["role"] == "user" and isinstance(m["content"], str)), "")
+        content = self._next_call(tools, results, prompt) or [{"type": "text", "text": self._answer(request, results)}]
         stop = "tool_use" if content[0]["type"] == "tool_use" else "end_turn"
-        prompt = _tokens(request)
+        prompt_tokens = _tokens(request)
         completion = max(1, len(json.dumps(content)) // 4)
         # Everything before the newest message was already sent once: count it as cached, the way a
         # provider with prompt caching would, so the demo's usage frames show the cache effect.
-        cached = min(prompt, _tokens(Request(messages=request.messages[:-1], system=request.system,
+        cached = min(prompt_tokens, _tokens(Request(messages=request.messages[:-1], system=request.system,
                                              tools=request.tools))) if len(request.messages) > 1 else 0
-        usage = Usage(requests=1, prompt_tokens=prompt, completion_tokens=completion,
-                      total_tokens=prompt + completion, cache_hit_tokens=cached, cache_miss_tokens=prompt - cached)
+        usage = Usage(requests=1, prompt_tokens=prompt_tokens, completion_tokens=completion,
+                      total_tokens=prompt_tokens + completion, cache_hit_tokens=cached,
+                      cache_miss_tokens=prompt_tokens - cached)
         return Response(content=content, stop_reason=stop, model=self.model, usage=usage)
 
     async def stream(self, request: Request, on_event: Callable[[Any], Any]) -> Response:
@@ -57,7 +59,14 @@ class OfflineModel:
     def _call(n: int, name: str, args: dict) -> list[dict]:
         return [{"type": "tool_use", "id": f"offline_{n}", "name": name, "input": args}]
 
-    def _next_call(self, tools: set[str], results: list[dict]) -> list[dict] | None:
+    @staticmethod
+    def _pick(files: list[str], prompt: str) -> str:
+        """A file the prompt names, else the first that is data rather than a README."""
+        named = [f for f in files if f.lower() in prompt.lower()]
+        data = [f for f in files if not f.lower().startswith("readme")]
+        return (named or data or files)[0]
+
+    def _next_call(self, tools: set[str], results: list[dict], request_text: str) -> list[dict] | None:
         if not results:
             if "list_dir" in tools:
                 return self._call(0, "list_dir", {"path": "."})
@@ -68,7 +77,7 @@ class OfflineModel:
             files = [line.strip() for line in results[0]["content"].splitlines()
                      if line.strip() and not line.strip().endswith("/") and not line.startswith("(")]
             if files:
-                return self._call(1, "read_file", {"path": files[0]})
+                return self._call(1, "read_file", {"path": self._pick(files, request_text)})
         return None
 
     def _answer(self, request: Request, results: list[dict]) -> str:

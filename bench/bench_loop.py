@@ -1,0 +1,141 @@
+"""The agent loop against a raw-httpx loop doing the same work, on the same mock server process.
+
+W1: one run = 2 model calls + 1 tool, empty history, one tool.
+W2: the same with 20 tools and a 60-message history.
+W3: 300 runs at concurrency 30 against a server answering after 100 ms (floor: 2 s).
+
+The floor is what a careful user would hand-write with httpx: build the JSON, POST it, read the
+answer, call the tool, POST again. Both sides reuse one connection pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+
+import bettong_nb
+
+from .common import mock_server, row, sample
+
+SYSTEM = "You are a benchmark agent. Call run_probe, then answer."
+
+
+def probe(n: int = 1) -> str:
+    return str(n * 3)
+
+
+def _tools(count: int) -> list[dict]:
+    extra = [{"name": f"tool_{i}", "description": f"Benchmark tool number {i}, never called.",
+              "parameters": {"x": {"type": "string", "description": "anything", "required": True}},
+              "handler": probe} for i in range(count - 1)]
+    return [{"name": "run_probe", "description": "Multiply n by three.",
+             "parameters": {"n": {"type": "integer", "description": "a number", "required": True}},
+             "handler": probe}] + extra
+
+
+def _history(count: int) -> list[dict]:
+    """A prior transcript of ``count`` messages after the system message, neutral form."""
+    messages = [{"role": "system", "content": SYSTEM}]
+    for i in range(count // 2):
+        messages.append({"role": "user", "content": f"Earlier question number {i}: " + "lorem ipsum " * 20})
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": f"Earlier answer {i}. " * 10}]})
+    return messages
+
+
+def _wire_history(history: list[dict]) -> list[dict]:
+    out = []
+    for m in history:
+        content = m["content"] if isinstance(m["content"], str) else "".join(b["text"] for b in m["content"])
+        out.append({"role": m["role"], "content": content})
+    return out
+
+
+def raw_loop(client: httpx.Client, url: str, tools: list[dict], history: list[dict]):
+    wire_tools = [{"type": "function", "function": {"name": t["name"], "description": t["description"],
+                                                    "parameters": bettong_nb.capability.parameters_schema(t["parameters"])}}
+                  for t in tools]
+    handlers = {t["name"]: t["handler"] for t in tools}
+
+    def run() -> str:
+        messages = _wire_history(history) + [{"role": "user", "content": "go"}]
+        while True:
+            body = {"model": "bench", "messages": messages, "tools": wire_tools, "tool_choice": "auto"}
+            message = client.post(url, json=body).json()["choices"][0]["message"]
+            messages.append(message)
+            if not message.get("tool_calls"):
+                return message["content"]
+            for call in message["tool_calls"]:
+                result = handlers[call["function"]["name"]](**json.loads(call["function"]["arguments"]))
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+
+    return run
+
+
+def _agent(url: str, tools: list[dict], history: list[dict]):
+    cap = {"id": "bench", "tools": tools}
+    return bettong_nb.openai(base_url=url, api_key="sk-bench", model="bench", capabilities=[cap],
+                             messages=history if len(history) > 1 else ())
+
+
+def overhead(name: str, tool_count: int, history_len: int, target: float, repeat: int) -> dict:
+    tools, history = _tools(tool_count), _history(history_len)
+    with mock_server() as url, httpx.Client(base_url=url) as client:
+        agent = _agent(url, tools, history)
+        raw = raw_loop(client, "/chat/completions", tools, history)
+        assert agent.run("go").output == raw() == "Done: 9."
+        ours, floor = [], []
+        cpu_ours = []
+        for _ in range(5):  # interleave, so drift on the machine hits both sides alike
+            w, c = sample(lambda: agent.run("go"), repeat // 5)
+            ours += w
+            cpu_ours += c
+            floor += sample(raw, repeat // 5)[0]
+    return row(name, ours, cpu_ours, floor=floor, target=target, target_kind="ratio")
+
+
+def concurrency(repeat: int = 3) -> dict:
+    runs, width, latency = 300, 30, 0.1
+    floor = runs / width * 2 * latency
+    with mock_server(latency) as url:
+        agent = _agent(url, _tools(1), [])
+
+        async def batch() -> None:
+            results = await agent.amap(["go"] * runs, concurrency=width, progress=False) \
+                if hasattr(agent, "amap") else await _gather(agent, runs, width)
+            assert all(r.done for r in results)
+
+        walls, cpus = [], []
+        for _ in range(repeat):
+            w, c = time.perf_counter(), time.process_time()
+            asyncio.run(batch())
+            walls.append(time.perf_counter() - w)
+            cpus.append(time.process_time() - c)
+    return row(f"W3 {runs} runs, concurrency {width}, 100 ms server", walls, cpus, floor=[floor] * len(walls),
+               target=1.15, target_kind="ratio")
+
+
+async def _gather(agent, runs: int, width: int):
+    gate = asyncio.Semaphore(width)
+
+    async def one():
+        async with gate:
+            return await agent.arun("go")
+
+    return await asyncio.gather(*(one() for _ in range(runs)))
+
+
+def measure(repeat: int = 200) -> list[dict]:
+    return [
+        overhead("W1 run: 2 model calls + 1 tool, vs raw httpx", 1, 0, 1.3, repeat),
+        overhead("W2 run with 20 tools + 60-message history, vs raw", 20, 60, 1.5, repeat),
+        concurrency(),
+    ]
+
+
+if __name__ == "__main__":
+    from .common import table
+
+    print(table(measure()))

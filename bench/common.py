@@ -1,0 +1,68 @@
+"""Shared benchmark plumbing: timing with CPU time, the mock server process, result rows."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def sample(fn: Callable[[], object], repeat: int, warmup: int = 3) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of ``repeat`` calls after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    walls, cpus = [], []
+    for _ in range(repeat):
+        w, c = time.perf_counter(), time.process_time()
+        fn()
+        cpus.append(time.process_time() - c)
+        walls.append(time.perf_counter() - w)
+    return walls, cpus
+
+
+def row(name: str, walls: list[float], cpus: list[float] | None, *, floor: list[float] | None = None,
+        target: float, target_kind: str, scale: float = 1e3, unit: str = "ms") -> dict:
+    """A result row. ``target_kind`` "ratio" compares the median with the floor's, "ms" is absolute."""
+    median = statistics.median(walls) * scale
+    floor_median = statistics.median(floor) * scale if floor else None
+    return {"name": name, "unit": unit, "median": median, "min": min(walls) * scale, "max": max(walls) * scale,
+            "cpu_median": statistics.median(cpus) * scale if cpus else None, "floor_median": floor_median,
+            "ratio": median / floor_median if floor_median else None, "target": target, "target_kind": target_kind}
+
+
+@contextlib.contextmanager
+def mock_server(latency: float = 0.0) -> Iterator[str]:
+    """The mock model server in its own process (its CPU is not billed to the client)."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench.mock_server", "--latency", str(latency)],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"mock server did not start: {line!r}")
+        yield f"http://127.0.0.1:{int(line.split()[1])}"
+    finally:
+        proc.terminate()
+        proc.wait(5)
+
+
+def passed(r: dict) -> bool:
+    value = r["ratio"] if r["target_kind"] == "ratio" else r["median"]
+    return value is not None and value <= r["target"]
+
+
+def table(rows: list[dict]) -> str:
+    head = f"| {'workload':<52} | median | min | max | cpu median | floor | ratio | target | ok |"
+    lines = [head, "|" + "---|" * 10]
+    fmt = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
+    for r in rows:
+        target = f"<= {r['target']}x" if r["target_kind"] == "ratio" else f"<= {r['target']} {r['unit']}"
+        lines.append(f"| {r['name']:<52} | {fmt(r['median'])} {r['unit']} | {fmt(r['min'])} | {fmt(r['max'])} | "
+                     f"{fmt(r['cpu_median'])} | {fmt(r['floor_median'])} | {fmt(r['ratio'])} | {target} | "
+                     f"{'yes' if passed(r) else 'NO'} |")
+    return "\n".join(lines)

@@ -1,0 +1,188 @@
+"""Batches: one agent over many prompts or DataFrame rows, concurrently, in input order.
+
+    results = agent.map(["Classify: cat", "Classify: dog"], concurrency=8)
+    results.usage, results.failed, results.usage_frame()
+    labelled = agent.map_frame(df, prompt="Classify: {text}", output="label")
+    labelled.attrs["usage_frame"]          # the batch's usage, one row per model request
+
+Each item is an independent run (fresh transcript). A failed item is a RunResult with
+``done=False`` and ``.error`` set, in its place; the others go on. A 429 anywhere pauses the
+whole batch (the provider's transport shares its backoff). Cancelling (Ctrl-C, task cancel)
+stops launching items, cancels the running ones and returns what finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import string
+import sys
+import time
+from typing import Any, Iterable, Mapping
+
+from . import budget, usage
+from .agent import RunResult
+
+__all__ = ["Batch", "amap", "map_frame", "Progress"]
+
+
+class Batch(list):
+    """The results of a batch, in input order, plus its totals."""
+
+    prices: Mapping[str, float] | None = None
+
+    @property
+    def usage(self) -> usage.Usage:
+        return sum((r.usage for r in self), usage.ZERO)
+
+    @property
+    def failed(self) -> list[RunResult]:
+        return [r for r in self if r.error is not None]
+
+    def cost(self, prices: Mapping[str, float] | None = None) -> float | None:
+        prices = prices or self.prices
+        return usage.cost(self.usage, **prices) if prices else None
+
+    def usage_frame(self, prices: Mapping[str, float] | None = None):
+        """One row per model request, with an ``item`` column (the input's position)."""
+        from .notebook.frames import usage_frame
+
+        frame = usage_frame([rec for r in self for rec in r.requests], prices or self.prices)
+        frame.insert(0, "item", [i for i, r in enumerate(self) for _ in r.requests])
+        return frame
+
+    def tool_frame(self):
+        from .notebook.frames import tool_frame
+
+        frame = tool_frame([c for r in self for c in r.tool_calls])
+        frame.insert(0, "item", [i for i, r in enumerate(self) for _ in r.tool_calls])
+        return frame
+
+
+class Progress:
+    """One progress line: done/failed counts and running cost. A widget bar in a notebook
+    kernel, a text bar on stderr elsewhere."""
+
+    def __init__(self, total: int, *, prices: Mapping[str, float] | None, enabled: bool = True):
+        self.total, self.prices, self.enabled = total, prices, enabled
+        self.done = self.failed = 0
+        self.spent = usage.ZERO
+        self._widget = self._label = None
+        self._last = 0.0
+        if enabled and "ipykernel" in sys.modules:
+            try:
+                import ipywidgets
+                from IPython.display import display
+
+                self._widget = ipywidgets.IntProgress(min=0, max=max(total, 1), description="agent")
+                self._label = ipywidgets.Label()
+                display(ipywidgets.HBox([self._widget, self._label]))
+            except ImportError:
+                self._widget = None
+
+    def text(self) -> str:
+        parts = [f"{self.done + self.failed}/{self.total} done", f"{self.failed} failed",
+                 f"{self.spent.prompt_tokens + self.spent.completion_tokens} tokens"]
+        if self.prices:
+            parts.append(f"cost {usage.cost(self.spent, **self.prices):.4f}")
+        return ", ".join(parts)
+
+    def update(self, result: RunResult, *, final: bool = False) -> None:
+        if result is not None:
+            self.spent += result.usage
+            if result.error is not None:
+                self.failed += 1
+            else:
+                self.done += 1
+        if not self.enabled:
+            return
+        if self._widget is not None:
+            self._widget.value = self.done + self.failed
+            self._label.value = self.text()
+            return
+        now = time.monotonic()
+        if final or now - self._last > 0.1:
+            self._last = now
+            width = 30
+            filled = width * (self.done + self.failed) // max(self.total, 1)
+            print(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.text()}", end="\n" if final else "",
+                  file=sys.stderr, flush=True)
+
+
+def _failed(error: BaseException, prompt: str) -> RunResult:
+    reason = "cancelled" if isinstance(error, asyncio.CancelledError) else f"{type(error).__name__}: {error}"
+    return RunResult(None, 0, [], [{"role": "user", "content": prompt}], usage.ZERO, False,
+                     stop_reason="error", reason=reason, error=error)
+
+
+async def amap(agent: Any, prompts: Iterable[str], *, concurrency: int = 8, progress: bool = True,
+               token_budget: int | None = None, cost_budget: float | None = None, **overrides: Any) -> Batch:
+    """Run every prompt as its own run, at most ``concurrency`` at a time; results in input order."""
+    prompts = list(prompts)
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    prices = overrides.get("prices") or getattr(agent, "options", {}).get("prices")
+    shared = budget.Budget("batch", token_budget, cost_budget, prices) \
+        if token_budget is not None or cost_budget is not None else None
+    results: Batch = Batch([None] * len(prompts))
+    results.prices = prices
+    bar = Progress(len(prompts), prices=prices, enabled=progress)
+    queue = iter(enumerate(prompts))
+
+    async def worker() -> None:
+        for index, prompt in queue:  # one shared iterator: a cancelled batch launches nothing more
+            try:
+                results[index] = await agent.arun(prompt, **overrides)
+            except asyncio.CancelledError as exc:
+                results[index] = _failed(exc, prompt)
+                raise
+            except Exception as exc:  # one bad item must not sink the batch
+                results[index] = _failed(exc, prompt)
+            bar.update(results[index])
+
+    with budget.sharing(shared):
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(prompts)))]
+    try:
+        await asyncio.gather(*workers)
+    except asyncio.CancelledError:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        if (task := asyncio.current_task()) is not None:
+            task.uncancel()  # the batch returns what finished rather than losing it
+    for index, prompt in enumerate(prompts):
+        if results[index] is None:
+            results[index] = _failed(asyncio.CancelledError("not started: the batch was cancelled"), prompt)
+    bar.update(None, final=True)
+    return results
+
+
+class _Template(string.Formatter):
+    """``{column}`` lookups only: no attribute access, indexing or format specs run on user data."""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Mapping[str, Any]) -> Any:
+        if field_name not in kwargs:
+            raise KeyError(f"the prompt template names {{{field_name}}}, which is not a column "
+                           f"(columns: {', '.join(map(str, kwargs))})")
+        return kwargs[field_name], field_name
+
+
+async def amap_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", **options: Any):
+    template = _Template()
+    rows = frame.to_dict("records")
+    prompts = [template.vformat(prompt, (), row) for row in rows]
+    results = await amap(agent, prompts, **options)
+    out = frame.copy()
+    out[output] = [r.output for r in results]
+    out.attrs["usage_frame"] = results.usage_frame()
+    return out
+
+
+def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", **options: Any):
+    """Fill column ``output`` with the agent's answer for each row of ``frame`` (a new DataFrame).
+
+    ``prompt`` is a template over the columns, ``"Classify: {text}"``. The batch's usage frame is
+    ``result.attrs["usage_frame"]``.
+    """
+    from ._sync import run_sync
+
+    return run_sync(amap_frame(agent, frame, prompt=prompt, output=output, **options))
