@@ -123,7 +123,7 @@ class LoopbackServer:
         self._server.daemon_threads = True
         self._server.owner = self  # type: ignore[attr-defined]
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
     def __enter__(self) -> "LoopbackServer":
         self._thread.start()
