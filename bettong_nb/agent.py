@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
@@ -26,7 +27,7 @@ from .providers.base import CallableProvider, Provider, Request, Response, Syste
 __all__ = [
     "Agent", "ModelAgent", "RunResult", "ToolCall", "ApprovalRequest", "Deny",
     "BASE_SYSTEM_PROMPT", "OPTIONS", "agent", "deepseek", "openai", "anthropic", "ollama",
-    "system_prompt", "approve_all", "ask_in_terminal", "check_options",
+    "system_prompt", "approve_all", "ask_in_terminal", "ask_a_person", "check_options",
 ]
 
 BASE_SYSTEM_PROMPT = "\n".join([
@@ -150,6 +151,25 @@ def ask_in_terminal(request: ApprovalRequest) -> bool | Deny:
     return True if answer.strip().lower() in ("y", "yes") else Deny("denied by the user")
 
 
+ask_in_terminal.asks_a_person = True
+
+
+async def ask_a_person(request: ApprovalRequest) -> bool | Deny:
+    """Approval from whoever is there: buttons in a notebook kernel (which apply their headless
+    policy when no browser is attached), y/N in an interactive terminal, else a denial."""
+    if "ipykernel" in sys.modules:
+        from .notebook.approvals import ask_with_buttons
+
+        return await ask_with_buttons(request)
+    if sys.stdin is not None and sys.stdin.isatty():
+        return await asyncio.to_thread(ask_in_terminal, request)
+    return Deny(f"{request.tool} needs a person's approval and nobody can be asked here "
+                "(no notebook, no terminal); the user can opt out with require_approval=False")
+
+
+ask_a_person.asks_a_person = True
+
+
 async def _verdict(approve_fn: Any, request: ApprovalRequest) -> tuple[bool, str | None]:
     """(allowed, reason) from whatever the hook returned; a hook that raises denies."""
     if approve_fn is None:
@@ -220,10 +240,15 @@ async def _run_tool(o: Mapping[str, Any], reg: Mapping[str, cap.RegisteredTool],
         text, status = error, "error"
     else:
         allowed = True
-        if o.get("approve_fn") is not None:
+        approvers = [o.get("approve_fn")]
+        if name in reg and reg[name].approval is not None and not getattr(approvers[0], "asks_a_person", False):
+            approvers.append(reg[name].approval)  # e.g. run_python: a person must say yes
+        for approve in filter(None, approvers):
             t.on_event(events.ApprovalRequested(call_id, name, capability, args))
-            allowed, reason = await _verdict(o["approve_fn"], ApprovalRequest(name, args, capability, call_id))
+            allowed, reason = await _verdict(approve, ApprovalRequest(name, args, capability, call_id))
             t.on_event(events.ApprovalDecided(call_id, name, allowed, reason))
+            if not allowed:
+                break
         if not allowed:
             text, status = f"ERROR: {name} was not allowed" + ("" if reason is None else f": {reason}"), "denied"
         else:

@@ -73,6 +73,7 @@ class Tool:
     handler: Callable[..., Any]
     description: str | None = None
     parameters: Mapping[str, Any] | None = None
+    approval: Callable[..., Any] | None = None  # this tool's own approver; see RegisteredTool
 
     def __call__(self, *args, **kwargs):
         return self.handler(*args, **kwargs)
@@ -219,11 +220,15 @@ def tool(fn: Callable | None = None, *, name: str | None = None, description: st
 
 @dataclass(frozen=True)
 class RegisteredTool:
+    """A tool in a registry. ``approval``, when set, is asked about every call on top of the
+    agent's approve_fn, unless that one already asks a person (``asks_a_person = True``)."""
+
     name: str
     schema: dict
     handler: Callable[..., Any]
     capability: str | None
     order: int
+    approval: Callable[..., Any] | None = None
 
 
 def registry(capabilities: Iterable[Any] | None) -> dict[str, RegisteredTool]:
@@ -248,7 +253,7 @@ def registry(capabilities: Iterable[Any] | None) -> dict[str, RegisteredTool]:
                     f"Two capabilities both provide the tool {name}: "
                     f"{tools[name].capability!r} and {cap_id!r}"
                 )
-            tools[name] = RegisteredTool(name, tool_schema(spec), handler, cap_id, len(tools))
+            tools[name] = RegisteredTool(name, tool_schema(spec), handler, cap_id, len(tools), _get(spec, "approval"))
     return tools
 
 
