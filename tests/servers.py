@@ -49,8 +49,9 @@ class Reply:
     delay: float = 0.0  # wait before answering
 
     @classmethod
-    def json(cls, data: Any, status: int = 200, **headers: str) -> "Reply":
-        return cls(status, json.dumps(data).encode(), {"Content-Type": "application/json", **headers})
+    def json(cls, data: Any, status: int = 200, *, delay: float = 0.0, **headers: str) -> "Reply":
+        """A JSON body; extra keyword arguments are response headers."""
+        return cls(status, json.dumps(data).encode(), {"Content-Type": "application/json", **headers}, delay=delay)
 
     @classmethod
     def text(cls, text: str, status: int = 200, content_type: str = "text/html; charset=utf-8") -> "Reply":

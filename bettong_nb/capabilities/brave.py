@@ -1,0 +1,44 @@
+"""Brave Search, an independent web index. The tool is ``brave_search``.
+
+    caps.brave()                   # BRAVE_API_KEY from the environment
+"""
+
+from __future__ import annotations
+
+from .search import (
+    RESULTS_TAIL, SearchCapability, Source, check_cap, dig, fetch_json, results_from, search, seconds,
+)
+
+__all__ = ["brave", "parse_brave", "MAX_RESULTS"]
+
+SOURCE = Source("Brave", "BRAVE_API_KEY", "https://api-dashboard.search.brave.com")
+BASE_URL = "https://api.search.brave.com"
+MAX_RESULTS = 20  # the API refuses count > 20
+DESCRIPTION = f"Search the open web with Brave Search, an independent web index. {RESULTS_TAIL}"
+INSTRUCTIONS = ("brave_search searches the open web through Brave Search. Use it for current information and cite "
+                "the URLs you relied on.")
+
+
+def parse_brave(body: object) -> list[dict]:
+    """``web.results[]`` as results; ``description`` (with <strong> highlights) is the snippet."""
+    return results_from(dig(body, "web", "results"), snippet="description")
+
+
+def brave(api_key: str | None = None, *, max_results: int = 5, snippet_length: int = 300, timeout: float = 15.0,
+          base_url: str | None = None, instructions: str | None = None,
+          description: str | None = None) -> SearchCapability:
+    """Brave web search results; ``api_key`` defaults to BRAVE_API_KEY."""
+    timeout = seconds(timeout)
+    key = SOURCE.api_key(api_key)
+    check_cap(SOURCE, max_results, MAX_RESULTS)
+    endpoint = (base_url or BASE_URL).rstrip("/") + "/res/v1/web/search"
+
+    async def backend(*, query: str, max_results: int) -> list[dict]:
+        body = await fetch_json(SOURCE, "GET", endpoint, timeout=timeout, secret=key,
+                                headers={"X-Subscription-Token": key, "Accept": "application/json"},
+                                params={"q": query, "count": max_results})
+        return parse_brave(body)
+
+    return search(id="brave", tool_name="brave_search", backend=backend, description=description or DESCRIPTION,
+                  instructions=INSTRUCTIONS if instructions is None else instructions,
+                  max_results=max_results, snippet_length=snippet_length)

@@ -1,0 +1,60 @@
+"""Google, through the Custom Search JSON API. The tool is ``google_search``.
+
+    caps.google()                  # GOOGLE_API_KEY and GOOGLE_CSE_ID from the environment
+    caps.google(api_key="AIza...", cx="0123456789abcdef")
+
+The API needs a key and a Programmable Search Engine id (``cx``) and returns at most 10
+results per query. Google has closed it to new customers; serper() gives Google's results
+without a Google Cloud project.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .search import (
+    RESULTS_TAIL, SearchCapability, Source, check_cap, dig, fetch_json, results_from, search, seconds,
+)
+
+__all__ = ["google", "parse_google", "MAX_RESULTS"]
+
+SOURCE = Source("Google", "GOOGLE_API_KEY", "https://developers.google.com/custom-search/v1/overview")
+BASE_URL = "https://www.googleapis.com"
+MAX_RESULTS = 10  # the API refuses num > 10
+DESCRIPTION = f"Search the open web with Google (a Programmable Search Engine). {RESULTS_TAIL}"
+INSTRUCTIONS = ("google_search searches the open web through Google. Use it for current information and cite "
+                "the URLs you relied on.")
+
+
+def parse_google(body: object) -> list[dict]:
+    """``items[]`` as results; a search with no hits has no ``items`` at all."""
+    return results_from(dig(body, "items"), url="link")
+
+
+def google(api_key: str | None = None, cx: str | None = None, *, max_results: int = 5, snippet_length: int = 300,
+           timeout: float = 15.0, base_url: str | None = None, instructions: str | None = None,
+           description: str | None = None) -> SearchCapability:
+    """Google results; ``api_key`` defaults to GOOGLE_API_KEY and ``cx`` to GOOGLE_CSE_ID.
+
+    ``max_results`` above 10 is refused here, since the API would refuse every search.
+    """
+    timeout = seconds(timeout)
+    key = SOURCE.api_key(api_key)
+    engine = (cx if cx is not None else os.environ.get("GOOGLE_CSE_ID", "")).strip()
+    if not engine:
+        raise ValueError("Google search needs a search engine id: pass cx=..., or set GOOGLE_CSE_ID in the "
+                         "environment (create a Programmable Search Engine at "
+                         "https://programmablesearchengine.google.com and copy its Search engine ID)")
+    check_cap(SOURCE, max_results, MAX_RESULTS)
+    endpoint = (base_url or BASE_URL).rstrip("/") + "/customsearch/v1"
+
+    async def backend(*, query: str, max_results: int) -> list[dict]:
+        # the key travels in the query string: that is how this API takes it
+        body = await fetch_json(SOURCE, "GET", endpoint, timeout=timeout, secret=key,
+                                headers={"Accept": "application/json"},
+                                params={"key": key, "cx": engine, "q": query, "num": min(max_results, MAX_RESULTS)})
+        return parse_google(body)
+
+    return search(id="google", tool_name="google_search", backend=backend, description=description or DESCRIPTION,
+                  instructions=INSTRUCTIONS if instructions is None else instructions,
+                  max_results=max_results, snippet_length=snippet_length)

@@ -1,0 +1,377 @@
+"""Search as a capability: one tool per source, results as numbered plain text.
+
+Your own source is a function of ``query`` and ``max_results`` returning
+``[{"title", "url", "snippet"}]`` (sync or async)::
+
+    from bettong_nb import capabilities as caps
+
+    runbooks = caps.search(
+        id="runbooks", tool_name="runbook_search",        # unique across capabilities
+        backend=lambda query, max_results: my_index.find(query)[:max_results],
+        instructions="runbook_search is the only source of truth for deploys.")
+
+Say what a source covers in ``instructions`` when it is not the open web, or the model
+answers from memory instead of searching it. The named sources (``duckduckgo``,
+``wikipedia``, ``google``, ``tavily``, ``brave``, ``serper``) are this builder with a
+backend that calls their API; the HTTP, error and HTML handling they share lives here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import inspect
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from ..capability import Tool
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["SearchCapability", "SearchError", "search", "format_results", "strip_tags", "unescape_html"]
+
+DEFAULT_DESCRIPTION = ("Search and return the top results as title, URL and snippet. "
+                       "Snippets are short: follow the URL for more.")
+RESULTS_TAIL = "Returns the top results as title, URL and snippet; snippets are short, so follow the URL for more."
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what every provider accepts as a function name
+
+
+class SearchError(RuntimeError):
+    """A search source failed; the message is written for the model, naming the source."""
+
+    def __init__(self, message: str, *, source: str, status: int | None = None):
+        super().__init__(message)
+        self.source = source
+        self.status = status
+
+
+@dataclass
+class SearchCapability:
+    """One search source: a single tool that returns numbered title / URL / snippet text."""
+
+    id: str
+    instructions: str | None
+    tools: list[Tool] = field(default_factory=list)
+
+
+def whole_number(name: str, value: Any, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be a whole number of at least {minimum}, not {value!r}")
+    return value
+
+
+def _asked_for(value: Any) -> int | None:
+    """The model's max_results as an int; models send 3, 3.0 or "3" alike."""
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not number.is_integer():
+        raise ValueError(f"max_results must be a whole number, not {value!r}")
+    return int(number)
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: assume the documented call
+        return True
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def search(*, backend: Callable[..., Any] | None = None, id: str = "search", tool_name: str = "search",
+           instructions: str | None = None, description: str | None = None,
+           max_results: int = 5, snippet_length: int = 300) -> SearchCapability:
+    """A capability with one tool, ``tool_name``, that searches through ``backend``.
+
+    ``backend(query=..., max_results=...)`` is called once per search with the model's query
+    and the number of results to return (at least 1, at most ``max_results``); a backend
+    without a ``max_results`` parameter gets only the query and its extra results are
+    trimmed. Whatever it raises reaches the model as ``ERROR: <message>``. ``instructions``
+    default to none.
+    """
+    if not callable(backend):
+        raise TypeError(f"a search capability needs a backend function, got {backend!r}; "
+                        "pass backend=lambda query, max_results: [{'title': ..., 'url': ..., 'snippet': ...}]")
+    if not isinstance(id, str) or not id.strip():
+        raise ValueError(f"a search capability needs a non-blank id, not {id!r}")
+    if not isinstance(tool_name, str) or not _TOOL_NAME.fullmatch(tool_name):
+        raise ValueError(f"tool_name must be 1-64 letters, digits, _ or -, not {tool_name!r}")
+    limit = whole_number("max_results", max_results)
+    snippet_length = whole_number("snippet_length", snippet_length)
+    wants_limit = _accepts(backend, "max_results")
+
+    async def run_search(query: Any = None, max_results: Any = None) -> str:
+        text = "" if query is None else str(query).strip()
+        if not text:
+            raise ValueError("query must not be blank")
+        asked = _asked_for(max_results)
+        n = limit if asked is None else max(1, min(limit, asked))
+        results = backend(query=text, max_results=n) if wants_limit else backend(query=text)
+        if inspect.isawaitable(results):
+            results = await results
+        results = list(results or [])[:n]  # a backend that overshoots is trimmed
+        out = format_results(text, results, snippet_length=snippet_length)
+        if results and asked is not None and asked > limit:
+            out += f"\n\n({tool_name} returns at most {limit} results; {asked} were asked for.)"
+        return out
+
+    tool = Tool(
+        name=tool_name,
+        handler=run_search,
+        description=description or DEFAULT_DESCRIPTION,
+        parameters={
+            "query": {"type": "string", "required": True,
+                      "description": "What to search for, in the words you would type into a search engine."},
+            "max_results": {"type": "integer", "description": f"How many results to return, at most {limit}."},
+        },
+    )
+    return SearchCapability(id=id, instructions=instructions or None, tools=[tool])
+
+
+# --- formatting -------------------------------------------------------------------------------
+
+def _field(result: Any, key: str) -> Any:
+    return result.get(key) if isinstance(result, Mapping) else getattr(result, key, None)
+
+
+def _one_line(value: Any) -> str:
+    # a newline inside a title or snippet would break the numbered, indented layout
+    return "" if value is None else " ".join(str(value).split())
+
+
+def _shorten(text: str, length: int) -> str:
+    if len(text) <= length:
+        return text
+    cut = text[:length]
+    if not text[length].isspace():
+        space = cut.rfind(" ")
+        if space > length // 2:  # back off to a word boundary unless that loses most of it
+            cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "..."
+
+
+def format_results(query: str, results: list[Any], *, snippet_length: int = 300) -> str:
+    """Numbered results for the model::
+
+        1. Clojure
+           https://clojure.org
+           A dynamic Lisp.
+
+    Results are mappings (or objects) with ``title``, ``url`` and ``snippet``; a missing title
+    prints ``(untitled)``, a blank snippet is left out, a long one is cut on a word boundary.
+    """
+    if not results:
+        return f"No results for {json.dumps(query, ensure_ascii=False)}."
+    entries = []
+    for number, result in enumerate(results, 1):
+        entry = f"{number}. {_one_line(_field(result, 'title')) or '(untitled)'}\n   {_one_line(_field(result, 'url'))}"
+        snippet = _one_line(_field(result, "snippet"))
+        if snippet:
+            entry += "\n   " + _shorten(snippet, snippet_length)
+        entries.append(entry)
+    return "\n\n".join(entries)
+
+
+# --- HTML helpers -----------------------------------------------------------------------------
+
+def unescape_html(text: str | None) -> str | None:
+    """Decode HTML entities (``&amp;``, ``&#39;``, ``&eacute;``...); ``&nbsp;`` becomes a space."""
+    if text is None:
+        return None
+    return html.unescape(text).replace("\xa0", " ")
+
+
+_HIDDEN_TAGS = frozenset({"script", "style", "title"})  # an error page's <title> repeats its <h1>
+_BREAKING_TAGS = frozenset({"br", "p", "div", "li", "tr", "td", "th", "h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+class _Text(HTMLParser):
+    """The text of an HTML fragment; block tags separate words, script/style/title say nothing."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag in _HIDDEN_TAGS:
+            self._hidden += 1
+        elif tag in _BREAKING_TAGS:
+            self.parts.append(" ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _HIDDEN_TAGS:
+            self._hidden = max(0, self._hidden - 1)
+        elif tag in _BREAKING_TAGS:
+            self.parts.append(" ")
+
+    def handle_data(self, data: str) -> None:
+        if not self._hidden:
+            self.parts.append(data)
+
+
+def strip_tags(text: str | None) -> str | None:
+    """Plain text from an HTML snippet: tags removed, entities decoded, whitespace collapsed.
+
+    ``strip_tags("<b>Clojure</b>&nbsp;&amp; Lisp") == "Clojure & Lisp"``; a ``<`` that starts
+    no tag (``a < b``) is kept as text.
+    """
+    if text is None:
+        return None
+    parser = _Text()
+    parser.feed(str(text))
+    parser.close()
+    return " ".join("".join(parser.parts).split())
+
+
+# --- shared by the source modules -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Source:
+    """How a named source is spoken of in errors, and where its API key comes from."""
+
+    name: str  # "Brave", as in "Brave search is rate limited"
+    env: str | None = None  # the variable holding its key
+    signup: str | None = None  # where to get one
+
+    def api_key(self, given: str | None) -> str:
+        """``given``, else the environment variable; raise saying which variable to set."""
+        key = given if given is not None else os.environ.get(self.env or "", "")
+        if not key.strip():
+            where = f" (get one at {self.signup})" if self.signup else ""
+            raise ValueError(f"{self.name} search needs an API key: pass api_key=..., or set {self.env} "
+                             f"in the environment{where}")
+        return key.strip()
+
+
+def seconds(timeout: Any) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    return float(timeout)
+
+
+def check_cap(source: Source, max_results: int, cap: int) -> None:
+    """Refuse a limit the API would refuse, when the capability is built rather than per search."""
+    if whole_number("max_results", max_results) > cap:
+        raise ValueError(f"{source.name} search returns at most {cap} results per query (its API's limit), "
+                         f"so max_results={max_results} is too many; use {cap} or fewer")
+
+
+def _scrub(text: str, secret: str | None) -> str:
+    return text.replace(secret, "[redacted]") if secret else text
+
+
+def _excerpt(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit].rstrip() + "..."
+
+
+def _detail(body: str) -> str:
+    """What the server said: the message inside its JSON error, else the body's text."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, Mapping):
+        error, errors, detail = data.get("error"), data.get("errors"), data.get("detail")
+        candidates = [
+            error.get("message") or error.get("detail") or error.get("info") if isinstance(error, Mapping) else error,
+            errors[0].get("detail") or errors[0].get("message")
+            if isinstance(errors, list) and errors and isinstance(errors[0], Mapping) else None,
+            data.get("message"),
+            detail.get("error") or detail.get("message") if isinstance(detail, Mapping) else detail,
+        ]
+        for candidate in candidates:
+            if isinstance(candidate, str) and candidate.strip():
+                return _excerpt(candidate)
+    return _excerpt(strip_tags(body) if "<" in body else body)
+
+
+# Words a server uses when it is the key it refuses, not the request.
+_KEY_TROUBLE = re.compile(r"api[ _-]?key|subscription[ _-]?token|unauthori[sz]ed|authenticat|credential", re.I)
+
+
+def status_error(source: Source, status: int, body: str, *, secret: str | None = None) -> SearchError:
+    """A non-2xx answer as a message the model can act on, naming the source, never the key."""
+    detail = _scrub(_detail(body), secret)
+    said = f". {source.name} said: {detail}" if detail else ""
+    key_trouble = bool(_KEY_TROUBLE.search(body))
+    if source.env and (status == 401 or (status in (400, 403, 422) and key_trouble) or (status == 403 and not detail)):
+        message = f"{source.name} search rejected the API key (HTTP {status}) — check {source.env}{said}"
+    elif status == 429:
+        message = f"{source.name} search is rate limited (HTTP 429); try again later or use another source"
+    elif status >= 500:
+        message = (f"{source.name} search failed (HTTP {status}): {detail or 'server error'}; "
+                   "the service is having trouble, so try again later or use another source")
+    else:
+        message = f"{source.name} search failed (HTTP {status})" + (f": {detail}" if detail else "")
+    return SearchError(message, source=source.name, status=status)
+
+
+async def fetch(source: Source, method: str, url: str, *, timeout: float, params: Mapping[str, Any] | None = None,
+                json_body: Any = None, headers: Mapping[str, str] | None = None, secret: str | None = None,
+                check: bool = True) -> "httpx.Response":
+    """One request, no retries (the model can search again or elsewhere), bounded by ``timeout``.
+
+    With ``check`` a non-2xx answer raises :func:`status_error`; network failures and timeouts
+    raise :class:`SearchError` too, so every failure reads as one sentence naming the source.
+    """
+    import httpx
+
+    from ..providers._http import _client, timeout_config
+
+    try:
+        # the overall deadline also covers a server that trickles its answer byte by byte
+        async with asyncio.timeout(timeout):
+            response = await _client().request(
+                method, url, params=params, json=json_body, headers=headers,
+                timeout=timeout_config({"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}))
+    except (TimeoutError, httpx.TimeoutException):
+        raise SearchError(f"{source.name} search timed out after {timeout:g} s; try again or use another source",
+                          source=source.name) from None
+    except httpx.HTTPError as exc:
+        reason = _scrub(f"{type(exc).__name__}: {exc}".rstrip(": "), secret)
+        raise SearchError(f"{source.name} search could not be reached ({reason}); try again later or use "
+                          "another source", source=source.name) from None
+    if check and not 200 <= response.status_code < 300:
+        raise status_error(source, response.status_code, response.text, secret=secret)
+    return response
+
+
+async def fetch_json(source: Source, method: str, url: str, **kwargs: Any) -> Any:
+    """:func:`fetch`, then the body as JSON; a body that is not JSON is an error naming the source."""
+    response = await fetch(source, method, url, **kwargs)
+    try:
+        return response.json()
+    except ValueError:
+        raise SearchError(f"{source.name} search answered with something that is not JSON: "
+                          f"{_excerpt(strip_tags(response.text) or '(empty body)')}", source=source.name,
+                          status=response.status_code) from None
+
+
+def results_from(items: Any, *, title: str = "title", url: str = "url", snippet: str = "snippet") -> list[dict]:
+    """``[{"title", "url", "snippet"}]`` from an API's list of hits, cleaned of HTML highlights.
+
+    A missing or malformed list is no results, not a crash.
+    """
+    if not isinstance(items, list):
+        return []
+    return [{"title": strip_tags(item.get(title)), "url": item.get(url), "snippet": strip_tags(item.get(snippet))}
+            for item in items if isinstance(item, Mapping)]
+
+
+def dig(data: Any, *keys: str) -> Any:
+    """``data[k1][k2]...``, or None when any level is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data

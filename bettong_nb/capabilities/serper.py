@@ -1,0 +1,40 @@
+"""Google's results through serper.dev, no Google Cloud project needed. The tool is ``serper_search``.
+
+    caps.serper()                  # SERPER_API_KEY from the environment
+"""
+
+from __future__ import annotations
+
+from .search import RESULTS_TAIL, SearchCapability, Source, dig, fetch_json, results_from, search, seconds
+
+__all__ = ["serper", "parse_serper"]
+
+SOURCE = Source("Serper", "SERPER_API_KEY", "https://serper.dev")
+BASE_URL = "https://google.serper.dev"
+DESCRIPTION = f"Search Google's results for the open web (through serper.dev). {RESULTS_TAIL}"
+INSTRUCTIONS = ("serper_search returns Google's results for the open web. Use it for current information and cite "
+                "the URLs you relied on.")
+
+
+def parse_serper(body: object) -> list[dict]:
+    """``organic[]`` as results; ``link`` is the URL. Ads, "people also ask" and the like are left out."""
+    return results_from(dig(body, "organic"), url="link")
+
+
+def serper(api_key: str | None = None, *, max_results: int = 5, snippet_length: int = 300, timeout: float = 15.0,
+           base_url: str | None = None, instructions: str | None = None,
+           description: str | None = None) -> SearchCapability:
+    """Google results via serper.dev; ``api_key`` defaults to SERPER_API_KEY."""
+    timeout = seconds(timeout)
+    key = SOURCE.api_key(api_key)
+    endpoint = (base_url or BASE_URL).rstrip("/") + "/search"
+
+    async def backend(*, query: str, max_results: int) -> list[dict]:
+        body = await fetch_json(SOURCE, "POST", endpoint, timeout=timeout, secret=key,
+                                headers={"X-API-KEY": key, "Accept": "application/json"},
+                                json_body={"q": query, "num": max_results})
+        return parse_serper(body)
+
+    return search(id="serper", tool_name="serper_search", backend=backend, description=description or DESCRIPTION,
+                  instructions=INSTRUCTIONS if instructions is None else instructions,
+                  max_results=max_results, snippet_length=snippet_length)

@@ -1,0 +1,51 @@
+"""Tavily, a search API built for LLM agents. The tool is ``tavily_search``.
+
+    caps.tavily()                  # TAVILY_API_KEY from the environment
+    caps.tavily(search_depth="advanced")
+"""
+
+from __future__ import annotations
+
+from .search import (
+    RESULTS_TAIL, SearchCapability, Source, check_cap, dig, fetch_json, results_from, search, seconds,
+)
+
+__all__ = ["tavily", "parse_tavily", "MAX_RESULTS"]
+
+SOURCE = Source("Tavily", "TAVILY_API_KEY", "https://app.tavily.com")
+BASE_URL = "https://api.tavily.com"
+MAX_RESULTS = 20  # the API's ceiling for max_results
+DESCRIPTION = (f"Search the open web with Tavily, a search engine built for AI agents; each snippet is the passage "
+               f"of the page most relevant to the query. {RESULTS_TAIL}")
+INSTRUCTIONS = ("tavily_search searches the open web through Tavily. Use it for current information and cite the "
+                "URLs you relied on.")
+
+
+def parse_tavily(body: object) -> list[dict]:
+    """``results[]`` as results; each hit's ``content`` is its snippet."""
+    return results_from(dig(body, "results"), snippet="content")
+
+
+def tavily(api_key: str | None = None, *, search_depth: str = "basic", max_results: int = 5,
+           snippet_length: int = 300, timeout: float = 15.0, base_url: str | None = None,
+           instructions: str | None = None, description: str | None = None) -> SearchCapability:
+    """Tavily results; ``api_key`` defaults to TAVILY_API_KEY.
+
+    ``search_depth`` is ``"basic"`` or ``"advanced"`` (slower, costs more credits).
+    """
+    timeout = seconds(timeout)
+    key = SOURCE.api_key(api_key)
+    if search_depth not in ("basic", "advanced"):
+        raise ValueError(f"search_depth must be 'basic' or 'advanced', not {search_depth!r}")
+    check_cap(SOURCE, max_results, MAX_RESULTS)
+    endpoint = (base_url or BASE_URL).rstrip("/") + "/search"
+
+    async def backend(*, query: str, max_results: int) -> list[dict]:
+        body = await fetch_json(SOURCE, "POST", endpoint, timeout=timeout, secret=key,
+                                headers={"Authorization": f"Bearer {key}", "Accept": "application/json"},
+                                json_body={"query": query, "max_results": max_results, "search_depth": search_depth})
+        return parse_tavily(body)
+
+    return search(id="tavily", tool_name="tavily_search", backend=backend, description=description or DESCRIPTION,
+                  instructions=INSTRUCTIONS if instructions is None else instructions,
+                  max_results=max_results, snippet_length=snippet_length)
