@@ -4,26 +4,21 @@
     agent = bettong_nb.deepseek(capabilities=[caps.filesystem(root="data"), caps.shell()])
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+# Imported eagerly on purpose: a module named like its constructor (search.py / search()) would
+# otherwise replace the constructor on this package the first time something imported it.
+# `import bettong_nb` itself does not import this package, so it stays fast.
+from .brave import brave
+from .duckduckgo import duckduckgo
+from .edn import edn
+from .filesystem import filesystem
+from .google import google
+from .namespace import namespace
+from .python import python
+from .search import search
+from .serper import serper
+from .shell import shell
+from .tavily import tavily
+from .wikipedia import wikipedia
 
 __all__ = ["filesystem", "shell", "edn", "search", "duckduckgo", "wikipedia", "google", "tavily",
            "brave", "serper", "namespace", "python"]
-
-# Loaded on first use so `import bettong_nb` stays fast and a notebook that only wants the
-# filesystem never pays for the HTML parser of the search sources.
-_MODULES = {name: name for name in __all__}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _MODULES:
-        raise AttributeError(f"module 'bettong_nb.capabilities' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_MODULES[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
