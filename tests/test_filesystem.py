@@ -567,7 +567,7 @@ def _flip(stop: threading.Event, place: Path, *states: Path) -> None:
                     shutil.rmtree(place, ignore_errors=True)
 
 
-def _race(seconds: float, flipper_args: tuple, body) -> None:
+def race(seconds: float, flipper_args: tuple, body) -> None:
     stop = threading.Event()
     thread = threading.Thread(target=_flip, args=(stop, *flipper_args))
     thread.start()
@@ -581,6 +581,20 @@ def _race(seconds: float, flipper_args: tuple, body) -> None:
 
 
 ACCEPTABLE = ("escapes the allowed root", "No such file", "No such directory", "kept changing")
+
+
+def tally(outcomes: dict, kind: str, action) -> None:
+    """Run one action of a race: it succeeds without showing outside data, or is refused for a
+    reason a race can give. Counts the outcome under ``kind`` or "refused"."""
+    try:
+        text = action()
+    except (OSError, ValueError) as exc:
+        assert any(a in str(exc) for a in ACCEPTABLE), str(exc)
+        assert "OUTSIDE" not in str(exc)
+        outcomes["refused"] += 1
+    else:
+        assert "OUTSIDE" not in text
+        outcomes[kind] += 1
 
 
 def _race_tree(tmp_path: Path) -> tuple[Path, Path]:
@@ -607,18 +621,10 @@ def test_a_directory_swapped_for_a_symlink_out_never_leaks(tmp_path):
         for action, kind in [(lambda: fs.read_file("flip/secret.txt"), "read"),
                              (lambda: fs.list_dir("flip"), "listed"),
                              (lambda: fs.write_file("flip/new.txt", "from the race"), "wrote")]:
-            try:
-                text = action()
-            except (OSError, ValueError) as exc:
-                assert any(a in str(exc) for a in ACCEPTABLE), str(exc)
-                assert "OUTSIDE" not in str(exc)
-                outcomes["refused"] += 1
-            else:
-                assert "OUTSIDE" not in text
-                outcomes[kind] += 1
+            tally(outcomes, kind, action)
             assert not (outside / "dir" / "new.txt").exists()
 
-    _race(1.0, (root / "flip", root / "flip_dir", root / "flip_link"), body)
+    race(1.0, (root / "flip", root / "flip_dir", root / "flip_link"), body)
     assert snapshot(outside) == before
     assert outcomes["read"] and outcomes["listed"] and outcomes["wrote"] and outcomes["refused"], outcomes
 
@@ -630,19 +636,11 @@ def test_a_file_swapped_for_a_symlink_out_never_leaks(tmp_path):
     outcomes = {"read": 0, "wrote": 0, "refused": 0}
 
     def body():
-        for action, kind in [(lambda: fs.read_file("target"), "read"),
-                             (lambda: fs.write_file("target", "from the race"), "wrote")]:
-            try:
-                text = action()
-            except (OSError, ValueError) as exc:
-                assert any(a in str(exc) for a in ACCEPTABLE), str(exc)
-                outcomes["refused"] += 1
-            else:
-                assert "OUTSIDE" not in text
-                outcomes[kind] += 1
+        tally(outcomes, "read", lambda: fs.read_file("target"))
+        tally(outcomes, "wrote", lambda: fs.write_file("target", "from the race"))
         assert (outside / "secret.txt").read_text() == "OUTSIDE-SECRET"
 
-    _race(1.0, (root / "target", root / "t_file", root / "t_link"), body)
+    race(1.0, (root / "target", root / "t_file", root / "t_link"), body)
     assert snapshot(outside) == before
     assert outcomes["read"] and outcomes["wrote"] and outcomes["refused"], outcomes
 

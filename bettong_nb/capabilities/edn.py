@@ -4,8 +4,19 @@
     caps.edn(root="config")                  # read_edn
     caps.edn(root="config", writable=True)   # read_edn, set_edn, delete_edn
 
+    ed = caps.edn(root="config", writable=True)
+    ed.set_edn("app.edn", [":server", ":port"], "9090")   # "Set :server :port to 9090 in app.edn"
+
 The model names a value by a key path, a JSON array of EDN strings (``[":server", ":port"]``).
 Edits keep comments, blank lines, key order and hand formatting (see :mod:`bettong_nb.edn`).
+
+Files are reached the way the filesystem capability reaches them (:class:`bettong_nb._rooted.Root`):
+with a root, ``..``, absolute paths elsewhere and symlinks leading out are refused, also when a
+directory is swapped for a symlink mid-call; credential files are refused unless
+``allow_secrets=True``; an edit is read and replaced in the one file found, atomically.
+Messages name the path as the model gave it. The tools load files of up to
+:data:`MAX_FILE_BYTES` (UTF-8 only), and ``read_edn`` shows at most :data:`MAX_SHOWN_CHARS`
+characters, saying how much it left out.
 """
 
 from __future__ import annotations
@@ -13,12 +24,17 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .. import edn as _edn
+from .._edn_text import read_whole
+from .._rooted import Root, read_up_to
 from ..capability import Tool
 
-__all__ = ["edn", "EdnCapability"]
+__all__ = ["edn", "EdnCapability", "MAX_FILE_BYTES", "MAX_SHOWN_CHARS"]
+
+MAX_FILE_BYTES = 1 << 20  # reading EDN takes seconds a megabyte; a larger file is data, not config
+MAX_SHOWN_CHARS = 100_000
 
 _KEY_PATH = ('Where the value is: a JSON array of strings, each read as EDN. [":server", ":port"] '
              'is the :port in the :server map, [":flags", "0"] the first item of the vector under '
@@ -46,19 +62,43 @@ def _shown(items: list) -> str:
     return " ".join(k if isinstance(k, str) else _edn.dumps(k) for k in items)
 
 
+def _loader(shown: str) -> Callable[[int, os.stat_result], str]:
+    """Reads an open file as EDN text, refusing one too large to parse in reasonable time."""
+
+    def load(fd: int, info: os.stat_result) -> str:
+        data = read_up_to(fd, MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            size = f"{info.st_size:,} bytes" if info.st_size > MAX_FILE_BYTES else f"over {MAX_FILE_BYTES:,} bytes"
+            raise ValueError(f"{shown} is too large for the EDN tools ({size}; the limit is {MAX_FILE_BYTES:,}"
+                             " bytes); the filesystem's read_file can read it in pages")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{shown} is not UTF-8 text, so it is not EDN (byte {exc.start} is not valid)") from None
+
+    return load
+
+
+def _capped(text: str) -> str:
+    if len(text) <= MAX_SHOWN_CHARS:
+        return text
+    return (text[:MAX_SHOWN_CHARS] + f"\n\n[Showed {MAX_SHOWN_CHARS:,} of {len(text):,} characters; "
+            "read a longer key_path to see one part of this value.]")
+
+
 @dataclass(eq=False)
 class EdnCapability:
     """Tools for ``.edn`` files; build it with :func:`edn`. The handlers work from Python too."""
 
     root: str | os.PathLike | None = None
     writable: bool = False
+    allow_secrets: bool = False
     id: str = field(default="edn", init=False)
     instructions: str = field(init=False)
     tools: list[Tool] = field(init=False)
 
     def __post_init__(self) -> None:
-        # pinned when built, so a later chdir cannot move the root
-        self._root = None if self.root is None else os.path.abspath(os.path.expanduser(os.fspath(self.root)))
+        self._root = Root(self.root, allow_secrets=self.allow_secrets, owner="an edn capability")
         self.instructions = self._instructions()
         self.tools = self._tools()
 
@@ -98,48 +138,37 @@ class EdnCapability:
             ]
         return tools
 
-    def _file(self, path: Any) -> str:
-        """The canonical path of an existing regular file, below the root when there is one.
-
-        Confinement here is a check on the resolved path (symlinks followed), not a guarantee:
-        a symlink swapped in between the check and the use is not caught. The filesystem
-        capability has the hardened, descriptor-based resolver.
-        """
-        text = "" if path is None else str(path)
-        if not text.strip():
-            raise ValueError("path must not be blank")
-        if self._root is None:
-            resolved = os.path.realpath(text)
-        else:
-            root = os.path.realpath(self._root)
-            resolved = os.path.realpath(os.path.join(self._root, text))  # an absolute path stays absolute
-            if os.path.commonpath([root, resolved]) != root:
-                raise PermissionError(f"{text} escapes the allowed root {os.fspath(self.root)}")
-        if not os.path.isfile(resolved):
-            raise FileNotFoundError(f"No such file: {resolved}")
-        return resolved
-
     def read_edn(self, path: str, key_path: list | None = None) -> str:
-        file = self._file(path)
+        """The value at ``key_path`` printed as EDN, or the whole file without one."""
         keys = _key_path(key_path)
-        value = _edn.get_in_file(file, keys)
+        text = self._root.read(path, _loader(path))
+        value = _edn.get_in(read_whole(text), _edn.parse_path(keys))
         if value is None:
-            return f"No value at {_shown(keys)} in {file}" if keys else f"No value in {file}"
-        return _edn.pretty(value) + "\n"
+            return f"No value at {_shown(keys)} in {path}" if keys else f"No value in {path}"
+        return _capped(_edn.pretty(value) + "\n")
 
     def set_edn(self, path: str, key_path: list, value: Any) -> str:
-        file = self._file(path)
+        """Set one value in place; returns ``Set <keys> to <value> in <path>``."""
         keys = _key_path(key_path)
-        _edn.set_in_file(file, keys, value)
-        return f"Set {_shown(keys)} to {_shown([value])} in {file}"
+        self._edit(path, lambda text: _edn.set_in_str(text, _edn.parse_path(keys), _edn.parse_value(value)))
+        return f"Set {_shown(keys)} to {_shown([value])} in {path}"
 
     def delete_edn(self, path: str, key_path: list) -> str:
-        file = self._file(path)
+        """Remove one map entry in place; returns ``Removed <keys> from <path>``."""
         keys = _key_path(key_path)
-        _edn.delete_in_file(file, keys)
-        return f"Removed {_shown(keys)} from {file}"
+        self._edit(path, lambda text: _edn.delete_in_str(text, _edn.parse_path(keys)))
+        return f"Removed {_shown(keys)} from {path}"
+
+    def _edit(self, path: str, change: Callable[[str], str]) -> None:
+        load = _loader(path)
+        self._root.rewrite(path, lambda fd, info: change(load(fd, info)).encode("utf-8"))
 
 
-def edn(root: str | os.PathLike | None = None, *, writable: bool = False) -> EdnCapability:
-    """Tools to read (and, with ``writable=True``, edit) EDN files, confined to ``root`` if given."""
-    return EdnCapability(root=root, writable=writable)
+def edn(root: str | os.PathLike | None = None, *, writable: bool = False,
+        allow_secrets: bool = False) -> EdnCapability:
+    """Tools to read (and, with ``writable=True``, edit) EDN files, confined to ``root`` if given;
+    credential files are refused unless ``allow_secrets``.
+
+        caps.edn(root="config", writable=True)
+    """
+    return EdnCapability(root=root, writable=writable, allow_secrets=allow_secrets)
