@@ -50,8 +50,8 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         tasks.append(task)
 
         def copy(t: asyncio.Task) -> None:
-            if t.cancelled():
-                outcome.cancel()
+            if t.cancelled():  # (Future.cancel() would not wake a concurrent.futures.wait)
+                outcome.set_exception(asyncio.CancelledError())
             elif t.exception() is not None:
                 outcome.set_exception(t.exception())
             else:
@@ -62,8 +62,6 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     loop.call_soon_threadsafe(start)
     try:
         return outcome.result()
-    except concurrent.futures.CancelledError:
-        raise asyncio.CancelledError() from None
     except KeyboardInterrupt:
         loop.call_soon_threadsafe(lambda: tasks and tasks[0].cancel())
         concurrent.futures.wait([outcome], timeout=5)

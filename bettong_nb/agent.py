@@ -41,8 +41,11 @@ BASE_SYSTEM_PROMPT = "\n".join([
 OPTIONS = frozenset({
     "capabilities", "api_key", "model", "base_url", "max_steps", "system", "approve_fn", "on_event",
     "temperature", "provider", "messages", "max_tokens", "prices", "timeout", "max_retries", "tool_choice",
-    "stream", "cost_budget", "token_budget",
+    "stream", "cost_budget", "token_budget", "effort", "format", "thinking_display", "num_ctx", "keep_alive",
 })
+# Options that go into every Request as they are (a provider ignores what it cannot express).
+REQUEST_OPTIONS = ("model", "max_tokens", "temperature", "tool_choice", "effort", "format", "thinking_display",
+                   "num_ctx", "keep_alive")
 # Options that configure the provider deepseek()/openai()/... build; a given provider has its own.
 PROVIDER_OPTIONS = frozenset({"api_key", "base_url", "timeout", "max_retries"})
 DEFAULTS: dict[str, Any] = {"capabilities": (), "max_steps": 10, "messages": (), "stream": False}
@@ -279,8 +282,7 @@ async def execute(provider: Provider, o: Mapping[str, Any], prompt: str) -> RunR
                 return t.result(None, False, stop_reason="max_steps", reason=f"hit max_steps ({o['max_steps']})",
                                 prices=o.get("prices"))
             request = Request(messages=t.messages[1:], system=[SystemBlock(t.messages[0]["content"], cache=True)],
-                              tools=tools, model=o.get("model"), max_tokens=o.get("max_tokens"),
-                              temperature=o.get("temperature"), tool_choice=o.get("tool_choice"))
+                              tools=tools, **{k: o.get(k) for k in REQUEST_OPTIONS})
             if budgets:
                 estimate = budget.estimate_tokens(t.messages[0]["content"], request.messages, tools, request.max_tokens)
                 if (why := next(filter(None, (b.refusal(estimate) for b in budgets)), None)) is not None:
@@ -298,8 +300,9 @@ async def execute(provider: Provider, o: Mapping[str, Any], prompt: str) -> RunR
             for b in budgets:
                 b.charge(response.usage)
             t.records.append(usage.RequestRecord(1, t.steps, response.model or request.model, latency, response.usage))
-            # A truncated answer's half-written tool calls are never run nor sent back.
-            content = response.content if not response.truncated() else [
+            # The tool calls of a truncated (half-written) or refused answer are never run, so they
+            # are not kept either: a tool call without its result is never sent to a provider.
+            content = response.content if not (response.truncated() or response.refused()) else [
                 b for b in response.content if b["type"] != "tool_use"]
             t.messages.append({"role": "assistant", "content": content})
             listener(events.AssistantMessage(t.steps, t.messages[-1], response.usage, latency))
@@ -415,7 +418,6 @@ def agent(provider: Any = None, **options: Any) -> ModelAgent:
 
 def deepseek(**options: Any) -> ModelAgent:
     """An agent on DeepSeek (key from DEEPSEEK_API_KEY, read at the first request)."""
-    options.setdefault("model", "deepseek-v4-flash")
     return ModelAgent(_openai_factory("deepseek", "DeepSeek", "DEEPSEEK_API_KEY", "https://api.deepseek.com",
                                       "deepseek-v4-flash"), **options)
 
@@ -424,8 +426,8 @@ def openai(**options: Any) -> ModelAgent:
     """An agent on any OpenAI-compatible server: ``base_url`` (or OPENAI_BASE_URL) is its API root,
     ``/v1`` included where it has one; the key comes from OPENAI_API_KEY."""
     base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-    options.setdefault("model", os.environ.get("OPENAI_MODEL") or "gpt-4.1-mini")
-    return ModelAgent(_openai_factory("openai", "OpenAI", "OPENAI_API_KEY", base_url, None), **options)
+    model = os.environ.get("OPENAI_MODEL") or "gpt-4.1-mini"
+    return ModelAgent(_openai_factory("openai", "OpenAI", "OPENAI_API_KEY", base_url, model), **options)
 
 
 def anthropic(**options: Any) -> ModelAgent:

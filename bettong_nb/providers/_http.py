@@ -23,10 +23,16 @@ import httpx
 from .. import events, secrets
 from .base import ProviderError
 
-__all__ = ["Transport", "RETRY_STATUSES", "timeout_config", "excerpt"]
+__all__ = ["Transport", "RETRY_STATUSES", "MAX_RETRY_AFTER", "timeout_config", "excerpt"]
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 EXCERPT_CHARS = 200
+# A server asking for a longer wait than this gets its error surfaced instead: a notebook cell
+# silently sleeping for an hour is worse than an error that says when to try again.
+MAX_RETRY_AFTER = 60.0
+# Failures worth another attempt: the network or the server dropped us. A malformed URL or a
+# header httpx refuses to send fails the same way every time.
+_TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError)
 T = TypeVar("T")
 
 # httpx clients belong to the event loop that opened their connections, so keep one pool per
@@ -78,6 +84,10 @@ def _server_message(text: str) -> str:
 
 
 def _retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds the server asks us to wait: ``retry-after-ms`` (OpenAI, Anthropic), else
+    ``Retry-After`` in seconds or as an HTTP date."""
+    with contextlib.suppress(KeyError, ValueError):
+        return max(0.0, float(headers["retry-after-ms"]) / 1000)
     value = headers.get("retry-after")
     if not value:
         return None
@@ -89,35 +99,71 @@ def _retry_after(headers: httpx.Headers) -> float | None:
     return None
 
 
+async def _drain(lines: AsyncIterator[str]) -> None:
+    """Read what follows the final event (the body's end, normally at once), so the connection
+    goes back to the pool: a connection closed mid-body costs the next streamed turn a new
+    TCP (and TLS) handshake. The answer is complete; a server dawdling here is not waited for."""
+    async def rest() -> None:
+        async for _ in lines:
+            pass
+
+    with contextlib.suppress(asyncio.TimeoutError, ProviderError):
+        await asyncio.wait_for(rest(), 0.25)
+
+
 class Transport:
     """HTTP for one provider instance: base URL, headers, timeouts and the retry policy.
+
+    Retried, at most ``max_retries`` times: ``retry_statuses`` and dropped or timed-out
+    connections. The wait is the server's Retry-After (or retry-after-ms) when it sends one —
+    beyond MAX_RETRY_AFTER the error surfaces instead — else ``backoff`` doubling per attempt,
+    jittered down by up to half. Each retry is reported as an :class:`events.Retry`. Client
+    errors (400, 401, 403, 404, 422...) are never retried.
 
     A 429's Retry-After pauses every request through this transport, so a batch of concurrent
     runs backs off together instead of each worker hammering the server.
     """
 
+    backoff = 0.5  # seconds before the first retry without Retry-After; doubles each time, jittered
+
     def __init__(self, provider: str, base_url: str, *, headers: Callable[[], Mapping[str, str]] | Mapping[str, str] = (),
                  timeout: float | Mapping[str, float] | None = None, max_retries: int = 2,
-                 secret: Callable[[], str | None] | None = None):
+                 secret: Callable[[], str | None] | None = None, retry_statuses: frozenset[int] = RETRY_STATUSES):
         self.provider = provider
         self.base_url = base_url.rstrip("/")
         self._headers = headers
         self.timeout = timeout_config(timeout)
         self.max_retries = max_retries
+        self.retry_statuses = retry_statuses
         self._secret = secret or (lambda: None)
         self._paused_until = 0.0
 
     def headers(self) -> dict[str, str]:
-        headers = self._headers() if callable(self._headers) else self._headers
-        return {"content-type": "application/json", "accept": "application/json", **dict(headers)}
+        headers = {"content-type": "application/json", "accept": "application/json",
+                   **dict(self._headers() if callable(self._headers) else self._headers)}
+        for name, value in headers.items():
+            # httpx would put the offending value (the key, say) in its own error message.
+            if not all(c == "\t" or " " <= c <= "~" for c in value):
+                raise ProviderError(f"The {name} header for {self.provider} holds a character HTTP headers cannot "
+                                    "carry (a line break, a control character or non-ASCII): check the key or "
+                                    "its environment variable for a stray newline or a pasted quote",
+                                    provider=self.provider)
+        return headers
 
-    def _error(self, message: str, **kw: Any) -> ProviderError:
+    def _error(self, message: str, *, body_excerpt: str | None = None, **kw: Any) -> ProviderError:
         message, _ = secrets.redact(message, extra=[self._secret()])
-        return ProviderError(message, provider=self.provider, **kw)
+        if body_excerpt is not None:
+            body_excerpt, _ = secrets.redact(body_excerpt, extra=[self._secret()])
+        return ProviderError(message, provider=self.provider, body_excerpt=body_excerpt, **kw)
+
+    def _redacted(self, text: str) -> str:
+        # Before any excerpt is cut, so a key straddling the cut cannot leave a piece behind.
+        return secrets.redact(text, extra=[self._secret()])[0]
 
     def _status_error(self, status: int, body: str, headers: httpx.Headers) -> ProviderError:
+        body = self._redacted(body)
         err = self._error(f"{self.provider} request failed (HTTP {status}): {_server_message(body)}",
-                          status=status, body_excerpt=excerpt(body), retryable=status in RETRY_STATUSES)
+                          status=status, body_excerpt=excerpt(body), retryable=status in self.retry_statuses)
         err.retry_after = _retry_after(headers)
         return err
 
@@ -130,9 +176,12 @@ class Transport:
             except ProviderError as err:
                 if not err.retryable or number == self.max_retries:
                     raise
-                delay = getattr(err, "retry_after", None)
+                delay = err.retry_after
+                if delay is not None and delay > MAX_RETRY_AFTER:
+                    err.args = (f"{err} (the server asked to retry after {delay:.0f} s; not waiting that long)",)
+                    raise
                 if delay is None:
-                    delay = min(30.0, 0.5 * 2**number) * (0.5 + random.random() / 2)
+                    delay = min(30.0, self.backoff * 2**number) * (0.5 + random.random() / 2)
                 if err.status == 429:
                     self._paused_until = max(self._paused_until, time.monotonic() + delay)
                 events.emit(events.Retry(self.provider, number + 1, delay, str(err)))
@@ -146,7 +195,7 @@ class Transport:
     def _connection_error(self, url: str, exc: Exception) -> ProviderError:
         kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "could not be reached"
         return self._error(f"{self.provider} at {url} {kind}: {type(exc).__name__}: {exc}".rstrip(": "),
-                           retryable=True)
+                           retryable=isinstance(exc, _TRANSIENT))
 
     async def post_json(self, path: str, payload: Mapping[str, Any]) -> Any:
         """POST JSON and return the decoded JSON answer, with retries."""
@@ -163,9 +212,9 @@ class Transport:
             try:
                 return response.json()
             except ValueError:
+                body = excerpt(self._redacted(response.text))
                 raise self._error(f"{self.provider} answered {response.status_code} with a body that is not JSON: "
-                                  f"{excerpt(response.text)}", status=response.status_code,
-                                  body_excerpt=excerpt(response.text)) from None
+                                  f"{body}", status=response.status_code, body_excerpt=body) from None
 
         return await self.retrying(attempt)
 
@@ -206,7 +255,9 @@ class Transport:
 
             try:
                 async with self.stream_lines(path, payload) as lines:
-                    return await fold(lines, relay)
+                    answer = await fold(lines, relay)
+                    await _drain(lines)
+                    return answer
             except ProviderError as err:
                 err.retryable = err.retryable and not emitted
                 raise
@@ -217,6 +268,10 @@ class Transport:
         try:
             async for line in response.aiter_lines():
                 yield line
+        except httpx.TimeoutException as exc:
+            raise self._error(f"{self.provider} stream from {url} stopped mid-answer: nothing arrived for "
+                              f"{self.timeout.read} s (the read timeout; raise `timeout` to wait longer): "
+                              f"{type(exc).__name__}", retryable=True) from None
         except httpx.HTTPError as exc:
             raise self._error(f"{self.provider} stream from {url} was cut off mid-answer: "
                               f"{type(exc).__name__}: {exc}", retryable=True) from None

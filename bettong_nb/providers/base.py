@@ -12,8 +12,9 @@ Messages are plain dicts so a transcript is JSON as it stands::
         {"type": "tool_result", "tool_use_id": "c1", "content": "hello", "is_error": False}]}
 
 A ``tool_use`` input is the decoded arguments, or the model's raw text when that was not
-valid JSON (the loop reports the error to the model). A block a provider parsed may carry
-``raw`` (the vendor's own JSON), which that provider echoes back unchanged.
+valid JSON (the loop reports the error to the model). Blocks parsed by the Anthropic provider
+carry ``raw`` (the vendor's own JSON), which it echoes back unchanged (its API rejects an edited
+thinking block); other providers neither set nor read ``raw``.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ class ProviderError(RuntimeError):
         self.status = status
         self.body_excerpt = body_excerpt
         self.retryable = retryable
+        self.retry_after: float | None = None  # seconds the server asked us to wait, when it did
 
 
 def text(response: Response) -> str:
