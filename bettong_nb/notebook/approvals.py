@@ -1,0 +1,257 @@
+"""Approve tool calls with buttons in the running cell.
+
+    from bettong_nb.notebook import ask_with_buttons, ButtonApprover
+    agent = bettong_nb.deepseek(capabilities=[...], approve_fn=ask_with_buttons)
+    await agent.arun("Tidy data/")            # or: %%agent --approve
+    strict = ButtonApprover(timeout=60, headless="deny")   # your own timeout and policy
+
+Each call gets a prompt: the tool, its arguments and capability, buttons Allow, Allow always
+(this tool, this session), Deny and Stop, and a "reason (optional)" box whose text goes to
+the model when you deny. Stop (or a kernel interrupt while a prompt waits) denies the call
+and every later one in the same run, so the model answers with what it has.
+
+With no widget frontend (nbclient, papermill, a closed tab) or no decision within ``timeout``
+seconds the headless policy decides (default: deny, with the reason told to the model). The
+wait never hangs. It needs the cell to be awaiting (``%%agent`` does that on ipykernel >= 7.4)
+or the agent to run as a task; a blocking cell cannot receive the click.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import html
+import json
+import signal
+import threading
+import time
+import weakref
+from typing import Any, Callable
+
+from ..agent import ApprovalRequest, Deny
+from .display import css_id
+
+__all__ = ["ButtonApprover", "ask_with_buttons", "frontend_connected", "HEADLESS_POLICIES", "STOP_REASON",
+           "approval_scope", "approval_surface"]
+
+HEADLESS_POLICIES = ("deny", "allow")
+STOP_REASON = "the user stopped the run; do not call more tools, answer with what you have"
+INTERRUPT_REASON = "the user interrupted the run; do not call more tools, answer with what you have"
+
+# What "this session" means for "Allow always": %%agent sets the session it runs; elsewhere the
+# approver itself is the scope.
+approval_scope: contextvars.ContextVar[Any] = contextvars.ContextVar("bettong_approval_scope", default=None)
+# Where a prompt is shown: display() by default; %%agent sets a slot reserved in its own cell,
+# because a display() from a background task would land in whichever cell runs then.
+approval_surface: contextvars.ContextVar[Callable[[Any], None] | None] = contextvars.ContextVar(
+    "bettong_approval_surface", default=None)
+
+_always: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
+_stopped: "weakref.WeakKeyDictionary[asyncio.Task, str]" = weakref.WeakKeyDictionary()
+_frontend: bool | None = None
+_probed_at = 0.0
+NO_FRONTEND_RECHECK_S = 60.0  # a tab opened later is found again; a live one is kept for good
+
+
+def _kernel() -> Any:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    return getattr(shell, "kernel", None) if shell is not None else None
+
+
+async def frontend_connected(*, timeout: float = 2.0, refresh: bool = False) -> bool:
+    """Whether a live widget frontend is attached, found by a round trip: two widgets are
+    ``jslink``-ed and only a real frontend carries a change from one to the other. The answer
+    is kept for the life of the kernel, a "no" for a minute (``refresh=True`` asks again now)."""
+    global _frontend, _probed_at
+    fresh = _frontend or time.monotonic() - _probed_at < NO_FRONTEND_RECHECK_S
+    if _frontend is not None and fresh and not refresh:
+        return _frontend
+    if _kernel() is None:
+        return False  # a terminal or a plain InteractiveShell: no comms at all
+    import ipywidgets as widgets
+
+    loop = asyncio.get_running_loop()
+    carried = loop.create_future()
+    source, target = widgets.IntText(value=0), widgets.IntText(value=0)
+    link = widgets.jslink((source, "value"), (target, "value"))
+
+    def changed(change: dict) -> None:
+        if change["new"] == 1:
+            loop.call_soon_threadsafe(lambda: carried.done() or carried.set_result(True))
+
+    target.observe(changed, "value")
+    source.value = 1
+    try:
+        _frontend = await asyncio.wait_for(carried, timeout)
+    except (asyncio.TimeoutError, TimeoutError):
+        _frontend = False
+    finally:
+        for w in (link, source, target):
+            w.close()
+    _probed_at = time.monotonic()
+    return _frontend
+
+
+class _Interrupts:
+    """While prompts wait, SIGINT (the kernel's interrupt) denies them instead of cancelling
+    the cell; the previous handler comes back when the last prompt is decided."""
+
+    def __init__(self) -> None:
+        self.waiting: set[Callable[[], None]] = set()
+        self.saved: Any = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        for deny in list(self.waiting):
+            deny()
+
+    def add(self, deny: Callable[[], None]) -> bool:
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        if not self.waiting:
+            self.saved = signal.signal(signal.SIGINT, self._handle)
+        self.waiting.add(deny)
+        return True
+
+    def discard(self, deny: Callable[[], None]) -> None:
+        if deny in self.waiting:
+            self.waiting.discard(deny)
+            if not self.waiting:
+                signal.signal(signal.SIGINT, self.saved)
+                self.saved = None
+
+
+_interrupts = _Interrupts()
+
+
+class _Prompt:
+    """The widget for one call; ``future`` gets the verdict."""
+
+    def __init__(self, request: ApprovalRequest, loop: asyncio.AbstractEventLoop, future: asyncio.Future):
+        import ipywidgets as widgets
+
+        self.request, self.loop, self.future = request, loop, future
+        args = json.dumps(request.args, ensure_ascii=False, indent=2, default=str)
+        where = f" <span style='opacity:.7'>(capability: {html.escape(str(request.capability))})</span>" \
+            if request.capability else ""
+        header = widgets.HTML(
+            f"<div style='font-size:13px'><b>Allow <code>{html.escape(request.tool)}</code>?</b>{where}</div>"
+            f"<pre style='white-space:pre-wrap;word-break:break-word;margin:4px 0;max-height:16em;overflow:auto'>"
+            f"{html.escape(args)}</pre>")
+        self.allow = widgets.Button(description="Allow", button_style="success",
+                                    tooltip=f"run {request.tool} this once")
+        self.always = widgets.Button(description="Allow always",
+                                     tooltip=f"run {request.tool} without asking for the rest of this session")
+        self.deny = widgets.Button(description="Deny", button_style="danger",
+                                   tooltip="do not run it; the model reads your reason")
+        self.stop = widgets.Button(description="Stop", button_style="warning",
+                                   tooltip="deny this and every later tool call in this run")
+        self.reason = widgets.Text(placeholder="reason (optional)", layout=widgets.Layout(width="24em"))
+        self.status = widgets.HTML("")
+        self.allow.on_click(lambda _: self.decide(True, "allowed"))
+        self.always.on_click(lambda _: self.decide("always", f"allowed; {request.tool} is allowed from now on "
+                                                             "in this session"))
+        self.deny.on_click(lambda _: self._denied())
+        self.stop.on_click(lambda _: self.decide("stop", "stopped: this and later tool calls are denied"))
+        self.widget = widgets.VBox([header, widgets.HBox([self.allow, self.always, self.deny, self.stop]),
+                                    self.reason, self.status])
+        self.widget.add_class("bettong-approval")
+        self.widget.add_class(f"bettong-call-{css_id(request.call_id)}")
+
+    def _denied(self) -> None:
+        reason = self.reason.value.strip() or "denied by the user"
+        self.decide(Deny(reason), f"denied: {reason}")
+
+    def decide(self, verdict: Any, shown: str) -> None:
+        """Record a verdict (first one wins), lock the buttons and show what was decided."""
+        if self.future.done() or self.allow.disabled:
+            return
+        for control in (self.allow, self.always, self.deny, self.stop, self.reason):
+            control.disabled = True
+        colour = "#2e7d32" if verdict is True or verdict == "always" else "#c62828"
+        self.status.value = f"<span style='color:{colour};font-weight:600'>{html.escape(shown)}</span>"
+        # Clicks may arrive on a comm thread; the future belongs to the loop running the agent.
+        self.loop.call_soon_threadsafe(lambda: self.future.done() or self.future.set_result(verdict))
+
+
+class ButtonApprover:
+    """An ``approve_fn`` that asks with buttons in the cell (see the module doc).
+
+    ``timeout``: seconds to wait for a click before the headless policy decides.
+    ``headless``: "deny" (default) or "allow", used when nobody can or does answer.
+    ``probe_timeout``: seconds to wait for the frontend round trip (once per kernel).
+    """
+
+    def __init__(self, *, timeout: float = 300.0, headless: str = "deny", probe_timeout: float = 2.0):
+        if headless not in HEADLESS_POLICIES:
+            raise ValueError(f"headless must be one of {', '.join(HEADLESS_POLICIES)}; got {headless!r}")
+        if not timeout or timeout <= 0:
+            raise ValueError(f"timeout must be a positive number of seconds; got {timeout!r}")
+        self.timeout = timeout
+        self.headless = headless
+        self.probe_timeout = probe_timeout
+        self.prompts: list[_Prompt] = []  # every prompt shown, newest last
+
+    def _headless(self, why: str) -> bool | Deny:
+        if self.headless == "allow":
+            return True
+        return Deny(f"no one approved it: {why}; the headless policy denies tool calls that need approval")
+
+    def allowed_always(self, tool: str) -> bool:
+        return tool in _always.get(approval_scope.get() or self, ())
+
+    async def __call__(self, request: ApprovalRequest) -> bool | Deny:
+        scope = approval_scope.get() or self
+        task = asyncio.current_task()
+        if task is not None and task in _stopped:
+            return Deny(_stopped[task])
+        if request.tool in _always.get(scope, ()):
+            return True
+        if threading.current_thread() is not threading.main_thread() and _kernel() is not None:
+            # agent.run() in a cell: the kernel is blocked until it returns, so no click can arrive.
+            return self._headless("the agent runs in a blocking call, so no click can reach it "
+                                  "(use %%agent or await agent.arun(...))")
+        if not await frontend_connected(timeout=self.probe_timeout):
+            return self._headless("no widget frontend is connected to this kernel (a headless run)")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future = loop.create_future()
+        prompt = _Prompt(request, loop, future)
+        self.prompts.append(prompt)
+        show = approval_surface.get()
+        if show is None:
+            from IPython.display import display
+
+            show = display
+
+        def interrupted() -> None:
+            prompt.decide("interrupt", "interrupted: this and later tool calls are denied")
+
+        watching = _interrupts.add(interrupted)  # before the prompt is on screen, so no interrupt slips by
+        try:
+            show(prompt.widget)
+            verdict = await asyncio.wait_for(asyncio.shield(future), self.timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            verdict = self._headless(f"no decision within {self.timeout:g} s")
+            shown = "allowed" if verdict is True else "denied"
+            prompt.decide(verdict, f"{shown} by the headless policy: no decision within {self.timeout:g} s")
+        except asyncio.CancelledError:
+            prompt.decide(Deny("cancelled"), "cancelled")
+            raise
+        finally:
+            if watching:
+                _interrupts.discard(interrupted)
+        if verdict == "always":
+            _always.setdefault(scope, set()).add(request.tool)
+            return True
+        if verdict in ("stop", "interrupt"):
+            reason = STOP_REASON if verdict == "stop" else INTERRUPT_REASON
+            if task is not None:
+                _stopped[task] = reason
+            return Deny(reason)
+        return verdict
+
+
+ask_with_buttons = ButtonApprover()

@@ -1,0 +1,252 @@
+"""HTML transcripts, tool-call blocks, the usage line, and the live view of a running turn."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+
+import pytest
+
+import bettong_nb
+from bettong_nb import events, usage
+from bettong_nb.agent import Deny
+from bettong_nb.notebook import display
+from bettong_nb.providers.scripted import Scripted
+
+EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def _agent(model, **options):
+    def echo(text: str) -> str:
+        """Echo text back."""
+        if text == "boom":
+            raise ValueError("boom happened")
+        return f"echo: {text}"
+
+    return bettong_nb.agent(provider=model, capabilities=[{"id": "echoes", "instructions": None,
+                                                            "tools": [bettong_nb.tool(echo)]}], **options)
+
+
+def _summaries(html: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", s) for s in re.findall(r"<summary[^>]*>(.*?)</summary>", html, re.S)]
+
+
+# --- tool blocks and the usage line -----------------------------------------------------------
+
+def test_tool_block_escapes_everything_and_reads_as_a_summary():
+    block = display.tool_block("echo", {"text": EVIL}, status="ok", call_id="call 1/x", capability="echoes",
+                               result=EVIL, duration_s=0.0123)
+    assert "<script>" not in block and "<img" not in block
+    assert "&lt;script&gt;" in block
+    assert block.startswith("<details") and 'class="bettong-tool bettong-call-call_1_x"' in block
+    (summary,) = _summaries(block)
+    assert summary.startswith("echo(text=") and "→ ok" in summary and summary.endswith("· 12 ms")
+    assert "…" in summary  # long arguments are cut in the summary
+    assert "&quot;text&quot;: &quot;&lt;script&gt;" in block  # but shown in full inside
+
+
+@pytest.mark.parametrize("status, extra, shown", [
+    ("running", {}, "→ running"),
+    ("error", {"result": "ERROR: no"}, "→ error"),
+    ("denied", {"reason": "not today"}, "→ denied"),
+    ("ok", {"redactions": 2}, "→ ok · 2 redacted"),
+    ("awaiting approval", {}, "→ awaiting approval"),
+])
+def test_tool_block_statuses(status, extra, shown):
+    block = display.tool_block("t", {"a": 1}, status=status, duration_s=1.5, **extra)
+    (summary,) = _summaries(block)
+    assert shown in summary
+    assert ("1.5 s" in summary) == (status not in ("running", "awaiting approval"))
+    if status == "denied":
+        assert "reason: not today" in block
+
+
+def test_long_results_are_capped_in_the_display_only():
+    text = "x" * (display.RESULT_PREVIEW_CHARS + 500)
+    block = display.tool_block("t", {}, status="ok", result=text)
+    assert "500 more characters" in block
+    assert block.count("x") < display.RESULT_PREVIEW_CHARS + 100
+
+
+def test_usage_line():
+    u = usage.Usage(requests=3, prompt_tokens=3042, completion_tokens=305, total_tokens=3347, cache_hit_tokens=2688)
+    assert display.usage_line(u) == "3 requests · 3347 tokens (3042 in, 305 out) · 88% cache hit"
+    priced = display.usage_line(u, {"input": 1.0, "output": 2.0, "cache_hit": 0.1})
+    expected = usage.cost(u, input=1.0, output=2.0, cache_hit=0.1)
+    assert priced.endswith(f"· cost {expected:.6f}".rstrip("0"))
+    assert display.usage_line(usage.Usage(requests=1)) == "1 request · 0 tokens (0 in, 0 out)"
+
+
+# --- transcripts ------------------------------------------------------------------------------
+
+def _mixed_run():
+    model = Scripted([
+        {"text": "Let me try.", "tool_calls": [("echo", {"text": EVIL}), ("echo", {"text": "boom"}),
+                                                ("echo", {"text": "no"})]},
+        "All **done**",
+    ])
+    deny = lambda r: Deny("not that one") if r.args.get("text") == "no" else True  # noqa: E731
+    return _agent(model, approve_fn=deny, prices={"input": 1, "output": 1}).run(f"Echo {EVIL}")
+
+
+def test_result_html_is_a_static_transcript_with_expandable_tool_calls():
+    result = _mixed_run()
+    html = result._repr_html_()
+    assert "<script" not in html and "<img" not in html and "javascript" not in html.lower()
+    assert html.count("<details class=\"bettong-tool") == 3
+    summaries = [s for s in _summaries(html) if s.startswith("echo(")]
+    assert [s.split("→ ")[1].split(" ")[0] for s in summaries] == ["ok", "error", "denied"]
+    assert "reason: not that one" in html
+    assert "ERROR: boom happened" in html
+    assert "All **done**" in html and "Let me try." in html
+    assert "system prompt" in html  # collapsed, first
+    assert "cost " in html and "2 requests" in html
+
+
+def test_result_html_says_when_a_run_stopped_early():
+    result = _agent(Scripted([[("echo", {"text": "a"})]] * 3)).run("loop", max_steps=2)
+    assert "stopped early: hit max_steps (2)" in result._repr_html_()
+
+
+def test_session_html_shows_every_turn_and_the_totals():
+    chat = _agent(Scripted([[("echo", {"text": "one"})], "first answer", "second answer"])).session()
+    assert "(no turns yet)" in chat._repr_html_()
+    chat.run("turn one")
+    chat.run("turn two")
+    html = chat._repr_html_()
+    assert "Session · 2 turns" in html
+    assert "You · turn 1" in html and "You · turn 2" in html
+    assert html.index("first answer") < html.index("second answer")
+    assert "3 requests" in html and "bettong-call-call_0_0" in html
+
+
+def test_result_text_reads_well_in_a_terminal():
+    text = display.result_text(_mixed_run())
+    lines = text.splitlines()
+    assert lines[0] == "All **done**"
+    assert lines[1].startswith("  · echo(text=") and "→ ok" in lines[1]
+    assert "→ denied: not that one" in lines[3]
+    assert lines[-1].startswith("  2 requests")
+
+
+# --- the live view ----------------------------------------------------------------------------
+
+class Recorder:
+    """Stands in for IPython display handles: keeps every bundle each handle showed."""
+
+    def __init__(self):
+        self.handles = []
+
+    def show(self, bundle):
+        recorder = self
+
+        class Handle:
+            def __init__(self):
+                self.bundles = [bundle]
+
+            def update(self, new, raw=False):
+                assert raw
+                self.bundles.append(new)
+
+        handle = Handle()
+        recorder.handles.append(handle)
+        return handle
+
+
+def _live(model, prompt="go", **options):
+    recorder = Recorder()
+
+    async def main():
+        view = display.LiveView(show=recorder.show, interval=0.05)
+        result = await _agent(model, on_event=view, stream=True, **options).arun(prompt)
+        view.finish(result)
+        return view, result
+
+    view, result = asyncio.run(main())
+    return recorder, view, result
+
+
+def test_live_view_streams_then_shows_markdown_tools_and_usage():
+    model = Scripted([{"text": "Checking.", "tool_calls": [("echo", {"text": "<b>"})]},
+                      {"text": "The answer is **42**.", "usage": {"prompt_tokens": 10, "completion_tokens": 4,
+                                                                   "total_tokens": 14}}])
+    recorder, view, result = _live(model, prices={"input": 1.0, "output": 1.0})
+    activity, answer, footer = recorder.handles
+    final_activity = activity.bundles[-1]["text/html"]
+    assert "Checking." in final_activity  # the text before a tool call stays in the flow
+    assert "echo(text=&quot;&lt;b&gt;&quot;)" in final_activity and "→ <span" in final_activity
+    assert "⏳" not in final_activity  # transient status lines are gone at the end
+    assert answer.bundles[-1] == {"text/markdown": "The answer is **42**.", "text/plain": "The answer is **42**."}
+    streamed = [b.get("text/plain") for b in answer.bundles if "text/html" in b and b["text/plain"]]
+    assert streamed and all("The answer is **42**.".startswith(s) or s == "Checking." for s in streamed)
+    assert footer.bundles[-1]["text/plain"] == "2 requests · 14 tokens (10 in, 4 out) · 0% cache hit · cost 0.000014"
+
+
+def test_live_view_shows_a_running_tool_and_an_approval_wait():
+    recorder = Recorder()
+    seen = []
+
+    async def main():
+        view = display.LiveView(show=recorder.show, interval=0)
+
+        async def approve(request):
+            seen.append(view.activity_html())
+            return Deny("because")
+
+        result = await _agent(Scripted([[("echo", {"text": "a"})], "ok"]), on_event=view,
+                              approve_fn=approve).arun("go")
+        view.finish(result)
+
+    asyncio.run(main())
+    assert "→ <span style=\"color:#ef6c00;font-weight:600\">awaiting approval</span>" in seen[0]
+    final = recorder.handles[0].bundles[-1]["text/html"]
+    assert ">denied</span>" in final and "denied: because" in final
+
+
+def test_live_view_throttles_a_long_stream():
+    recorder = Recorder()
+    pieces = [f"w{i} " for i in range(10_000)]
+
+    async def main():
+        view = display.LiveView(show=recorder.show, interval=0.1)
+        for n, piece in enumerate(pieces):
+            view(events.TextDelta(piece))
+            if n % 500 == 0:
+                await asyncio.sleep(0.02)  # the loop runs between bursts, as it does between chunks
+        await asyncio.sleep(0.15)  # the deferred flush lands without another event
+        settled = recorder.handles[1].bundles[-1]["text/plain"]
+        view.finish(bettong_nb.RunResult("".join(pieces), 1, [], [], usage.Usage(requests=1), True))
+        return view, settled
+
+    view, settled = asyncio.run(main())
+    answer = recorder.handles[1]
+    assert settled == "".join(pieces)
+    assert len(answer.bundles) < 20  # 10,000 deltas, a handful of updates
+    assert answer.bundles[-1]["text/markdown"] == "".join(pieces)
+
+
+def test_live_view_notes_retries_warnings_and_failures():
+    recorder = Recorder()
+    view = display.LiveView(show=recorder.show, interval=0)
+    view(events.Retry("deepseek", 1, 2.0, "HTTP 503"))
+    view(events.CacheWarning("tools", "tools changed"))
+    view.fail("✘ ProviderError: down")
+    html = recorder.handles[0].bundles[-1]["text/html"]
+    assert "↻ deepseek: retry 1 in 2.0 s (HTTP 503)" in html and "⚠ tools changed" in html
+    assert recorder.handles[2].bundles[-1]["text/plain"] == "✘ ProviderError: down"
+    view(events.TextDelta("late"))  # a closed view ignores stragglers
+    assert recorder.handles[1].bundles[-1]["text/plain"] == ""
+
+
+def test_text_view_prints_the_stream_tool_lines_and_usage():
+    out = io.StringIO()
+    view = display.TextView(stream=True, file=out)
+    result = _agent(Scripted([{"text": "Looking.", "tool_calls": [("echo", {"text": "a"})]}, "Done."]),
+                    on_event=view, stream=True).run("go")
+    view.finish(result)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "Looking."
+    assert lines[1].startswith("  · echo(text=\"a\") → ok (")
+    assert lines[2] == "Done."
+    assert lines[3].startswith("  2 requests")
