@@ -111,7 +111,7 @@ def test_default_session_is_deepseek_when_the_key_is_set(ip, monkeypatch):
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-not-used")
     name, session, notes = _magics(ip)._target(None)
     assert name == magics.DEFAULT and notes == []
-    assert session.agent.options["model"] == "deepseek-v4-flash"
+    assert session.agent.provider.model == "deepseek-v4-flash" and "model" not in session.agent.options
     assert type(session.agent.provider).__name__ == "OpenAIProvider"
 
 
