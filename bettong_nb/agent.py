@@ -120,6 +120,11 @@ class RunResult:
         head = self.output if self.output is not None else f"(no final answer: {self.reason or 'not done'})"
         return f"{head}\n  {usage.summary(self.usage)}"
 
+    def __repr__(self) -> str:
+        answer = self.output if self.output is None or len(self.output) <= 60 else self.output[:60] + "…"
+        return (f"RunResult(output={answer!r}, done={self.done}, steps={self.steps}, "
+                f"tool_calls={len(self.tool_calls)}, usage='{usage.summary(self.usage)}')")
+
 
 # --- approvals --------------------------------------------------------------------------------
 
@@ -135,9 +140,12 @@ class ApprovalRequest:
 
 @dataclass(frozen=True)
 class Deny:
-    """An approve_fn verdict that denies with a reason the model will read."""
+    """An approve_fn verdict that denies with a reason the model will read. With ``stop=True``
+    the run also ends after this round of tool calls (``stop_reason="stopped"``) instead of
+    asking the model what to do next."""
 
     reason: str | None = None
+    stop: bool = False
 
 
 def approve_all(request: ApprovalRequest) -> bool:
@@ -160,7 +168,8 @@ ask_in_terminal.asks_a_person = True
 async def ask_a_person(request: ApprovalRequest) -> bool | Deny:
     """Approval from whoever is there: buttons in a notebook kernel (which apply their headless
     policy when no browser is attached), y/N in an interactive terminal, else a denial."""
-    if "ipykernel" in sys.modules:
+    shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+    if getattr(shell, "kernel", None) is not None:  # a notebook kernel, not a terminal IPython
         from .notebook.approvals import ask_with_buttons
 
         return await ask_with_buttons(request)
@@ -173,23 +182,21 @@ async def ask_a_person(request: ApprovalRequest) -> bool | Deny:
 ask_a_person.asks_a_person = True
 
 
-async def _verdict(approve_fn: Any, request: ApprovalRequest) -> tuple[bool, str | None]:
-    """(allowed, reason) from whatever the hook returned; a hook that raises denies."""
-    if approve_fn is None:
-        return True, None
+async def _verdict(approve_fn: Any, request: ApprovalRequest) -> Deny | None:
+    """None when allowed, else the Deny; whatever the hook returned, and a hook that raises denies."""
     if isinstance(approve_fn, (set, frozenset)):
-        return request.tool in approve_fn, None
+        return None if request.tool in approve_fn else Deny()
     try:
         verdict = approve_fn(request)
         if inspect.isawaitable(verdict):
             verdict = await verdict
     except Exception as exc:
-        return False, f"approval hook threw: {exc}"
+        return Deny(f"approval hook threw: {exc}")
     if isinstance(verdict, Deny):
-        return False, verdict.reason
+        return verdict
     if isinstance(verdict, Mapping) and "allowed" in verdict:
-        return verdict["allowed"] is not False, verdict.get("reason")
-    return bool(verdict), None
+        return None if verdict["allowed"] is not False else Deny(verdict.get("reason"))
+    return None if verdict else Deny()
 
 
 # --- the loop ---------------------------------------------------------------------------------
@@ -225,6 +232,7 @@ class _Turn:
     records: list[usage.RequestRecord] = field(default_factory=list)
     spent: usage.Usage = usage.ZERO
     redactions: int = 0
+    stopped: str | None = None  # why an approver stopped the run
 
     def result(self, output: str | None, done: bool, **kw: Any) -> RunResult:
         return RunResult(output, self.steps, self.calls, self.messages, self.spent, done, self.records,
@@ -237,26 +245,26 @@ async def _run_tool(o: Mapping[str, Any], reg: Mapping[str, cap.RegisteredTool],
     args, error = _arguments(block.get("input"))
     capability = reg[name].capability if name in reg else None
     t.on_event(events.ToolCallStarted(call_id, t.steps, name, capability, args))
-    started = time.perf_counter()
-    status, reason, redactions = "ok", None, 0
+    status, reason, redactions, denial = "ok", None, 0, None
+    approvers = [o.get("approve_fn")]
+    if name in reg and reg[name].approval is not None and not getattr(approvers[0], "asks_a_person", False):
+        approvers.append(reg[name].approval)  # e.g. run_python: a person must say yes
+    for approve in approvers if error is None else ():
+        if approve is not None and denial is None:
+            t.on_event(events.ApprovalRequested(call_id, name, capability, args))
+            denial = await _verdict(approve, ApprovalRequest(name, args, capability, call_id))
+            t.on_event(events.ApprovalDecided(call_id, name, denial is None, denial and denial.reason))
+    started = time.perf_counter()  # the tool's own time, not the time a person took to decide
     if error is not None:
         text, status = error, "error"
+    elif denial is not None:
+        reason = denial.reason
+        text, status = f"ERROR: {name} was not allowed" + ("" if reason is None else f": {reason}"), "denied"
+        if denial.stop:
+            t.stopped = reason or "stopped by the user"
     else:
-        allowed = True
-        approvers = [o.get("approve_fn")]
-        if name in reg and reg[name].approval is not None and not getattr(approvers[0], "asks_a_person", False):
-            approvers.append(reg[name].approval)  # e.g. run_python: a person must say yes
-        for approve in filter(None, approvers):
-            t.on_event(events.ApprovalRequested(call_id, name, capability, args))
-            allowed, reason = await _verdict(approve, ApprovalRequest(name, args, capability, call_id))
-            t.on_event(events.ApprovalDecided(call_id, name, allowed, reason))
-            if not allowed:
-                break
-        if not allowed:
-            text, status = f"ERROR: {name} was not allowed" + ("" if reason is None else f": {reason}"), "denied"
-        else:
-            text, redactions = await cap.invoke(reg, name, args, extra_secrets=secrets)
-            status = "error" if text.startswith("ERROR:") else "ok"
+        text, redactions = await cap.invoke(reg, name, args, extra_secrets=secrets)
+        status = "error" if text.startswith("ERROR:") else "ok"
     duration = time.perf_counter() - started
     t.redactions += redactions
     t.calls.append(ToolCall(name, capability, args, text, call_id, status, reason, duration, redactions, t.steps))
@@ -313,6 +321,8 @@ async def execute(provider: Provider, o: Mapping[str, Any], prompt: str) -> RunR
                                 reason=None if done else "the answer hit max_tokens")
             results = [await _run_tool(o, reg, block, t, secrets) for block in uses]
             t.messages.append({"role": "user", "content": results})
+            if t.stopped is not None:
+                return t.result(None, False, stop_reason="stopped", reason=t.stopped, prices=o.get("prices"))
 
 
 # --- agents -----------------------------------------------------------------------------------

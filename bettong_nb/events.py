@@ -17,7 +17,6 @@ from typing import Any, Callable
 
 __all__ = [
     "Event",
-    "TurnStarted",
     "ModelRequest",
     "TextDelta",
     "ThinkingDelta",
@@ -30,7 +29,6 @@ __all__ = [
     "Retry",
     "CacheWarning",
     "BudgetExceeded",
-    "TurnFinished",
     "emit",
     "listening",
 ]
@@ -39,13 +37,6 @@ __all__ = [
 @dataclass(frozen=True)
 class Event:
     kind = "event"
-
-
-@dataclass(frozen=True)
-class TurnStarted(Event):
-    prompt: str
-    turn: int
-    kind = "turn-started"
 
 
 @dataclass(frozen=True)
@@ -158,12 +149,6 @@ class CacheWarning(Event):
 class BudgetExceeded(Event):
     reason: str
     kind = "budget-exceeded"
-
-
-@dataclass(frozen=True)
-class TurnFinished(Event):
-    result: Any
-    kind = "turn-finished"
 
 
 # The transport emits retries without knowing who listens: the loop installs its listener here

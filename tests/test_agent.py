@@ -301,3 +301,32 @@ def test_run_from_many_threads_at_once():
     for t in threads:
         t.join()
     assert outputs == ["same"] * 8
+
+
+def test_a_stopping_denial_ends_the_run_after_this_round():
+    calls = []
+    model = Scripted([[("get_weather", {"city": "A"}), ("get_weather", {"city": "B"})], "never asked"])
+    verdicts = iter([True, Deny("enough", stop=True)])
+    result = bettong_nb.agent(provider=model, capabilities=[weather_cap(calls)],
+                              approve_fn=lambda req: next(verdicts)).run("go")
+    assert calls == ["A"] and len(model.requests) == 1
+    assert (result.done, result.output, result.stop_reason, result.reason) == (False, None, "stopped", "enough")
+    assert [b["content"] for b in result.messages[-1]["content"]] == [
+        "raining in A", "ERROR: get_weather was not allowed: enough"]
+
+
+def test_tool_duration_leaves_out_the_time_spent_deciding():
+    import time as clock
+
+    def slow_person(req):
+        clock.sleep(0.2)
+        return True
+
+    result, _ = run([[("get_weather", {"city": "x"})], "ok"], capabilities=[weather_cap()], approve_fn=slow_person)
+    assert result.tool_calls[0].duration_s < 0.1
+
+
+def test_run_result_repr_is_short():
+    result, _ = run(["x" * 500])
+    text = repr(result)
+    assert len(text) < 200 and text.startswith("RunResult(output='xxx") and "1 request" in text

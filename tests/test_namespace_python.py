@@ -86,7 +86,13 @@ def test_namespace_output_is_redacted(monkeypatch):
 
 
 def test_without_a_dict_outside_ipython_it_says_what_to_pass():
-    assert "pass the namespace dict" in call(caps.namespace(), "list_variables")
+    import subprocess
+    import sys
+
+    code = ("import asyncio; from bettong_nb import capabilities as caps; from bettong_nb.capability import "
+            "invoke, registry; print(asyncio.run(invoke(registry([caps.namespace()]), 'list_variables', {}))[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "no IPython shell is running: pass the namespace dict" in out
 
 
 def test_the_agent_sees_the_description_and_nothing_changes(ns):

@@ -465,13 +465,15 @@ def test_allow_always_is_remembered_per_session_across_cells(monkeypatch):
     assert seen == [] and len(shown) == 1
 
 
-def test_stop_denies_this_and_every_later_call_in_the_run(monkeypatch):
+def test_stop_denies_this_round_and_ends_the_run(monkeypatch):
     turns = [[("note", {"text": "a"}), ("note", {"text": "b"})], [("note", {"text": "c"})], "gave up"]
     result, model, seen, shown = _approve_run(monkeypatch, [lambda p: _click(p, "stop")], turns=turns)
     assert seen == [] and len(shown) == 1
-    assert _tool_results(model, 1) == [f"ERROR: note was not allowed: {approvals.STOP_REASON}"] * 2
-    assert _tool_results(model, 2) == [f"ERROR: note was not allowed: {approvals.STOP_REASON}"]
-    assert result.output == "gave up" and result.done
+    # the run ends after this round: no further model request, a well-formed transcript
+    assert len(model.requests) == 1
+    assert [b["content"] for b in result.messages[-1]["content"]] == [
+        f"ERROR: note was not allowed: {approvals.STOP_REASON}"] * 2
+    assert (result.done, result.stop_reason, result.reason) == (False, "stopped", approvals.STOP_REASON)
 
 
 def test_no_decision_in_time_applies_the_headless_policy(monkeypatch):
@@ -498,9 +500,9 @@ def test_an_interrupt_while_waiting_is_a_denial(monkeypatch):
     interrupt = lambda p: os.kill(os.getpid(), signal.SIGINT)  # noqa: E731
     result, model, seen, shown = _approve_run(monkeypatch, [interrupt], turns=[
         [("note", {"text": "a"})], [("note", {"text": "b"})], "stopped"])
-    assert seen == [] and len(shown) == 1 and result.output == "stopped"
-    assert _tool_results(model, 1) == [f"ERROR: note was not allowed: {approvals.INTERRUPT_REASON}"]
-    assert _tool_results(model, 2) == [f"ERROR: note was not allowed: {approvals.INTERRUPT_REASON}"]
+    assert seen == [] and len(shown) == 1 and len(model.requests) == 1
+    assert result.messages[-1]["content"][0]["content"] == f"ERROR: note was not allowed: {approvals.INTERRUPT_REASON}"
+    assert (result.done, result.stop_reason) == (False, "stopped")
     assert signal.getsignal(signal.SIGINT) is before
 
 

@@ -185,6 +185,8 @@ class ButtonApprover:
     ``probe_timeout``: seconds to wait for the frontend round trip (once per kernel).
     """
 
+    asks_a_person = True  # a tool that wants a person's approval (run_python) takes this one's answer
+
     def __init__(self, *, timeout: float = 300.0, headless: str = "deny", probe_timeout: float = 2.0):
         if headless not in HEADLESS_POLICIES:
             raise ValueError(f"headless must be one of {', '.join(HEADLESS_POLICIES)}; got {headless!r}")
@@ -250,7 +252,7 @@ class ButtonApprover:
             reason = STOP_REASON if verdict == "stop" else INTERRUPT_REASON
             if task is not None:
                 _stopped[task] = reason
-            return Deny(reason)
+            return Deny(reason, stop=True)
         return verdict
 
 
