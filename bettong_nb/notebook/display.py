@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import re
 import sys
 import time
 from typing import Any, Callable, Mapping
@@ -171,6 +172,19 @@ def _recorded_tool(block: dict, result: dict | None, call: Any) -> str:
 def _wrap(parts: list[str], footer: str) -> str:
     return (f'<div class="bettong-transcript" style="{_BOX}">{"".join(parts)}'
             f'<div class="bettong-usage" style="{_MUTED}">{footer}</div></div>')
+
+
+_CODE = re.compile(r"(```.*?(?:```|$)|~~~.*?(?:~~~|$)|`[^`\n]*`)", re.S)
+
+
+def safe_markdown(text: str) -> str:
+    """An answer made safe to render: the model's text may carry a prompt-injected image whose
+    URL leaks data when the frontend fetches it, or raw HTML. Outside code, images become plain
+    links (``\\![…](…)``) and ``<`` is escaped; code spans and fences are left as written."""
+    parts = _CODE.split(text)
+    for i in range(0, len(parts), 2):  # even parts are outside code
+        parts[i] = parts[i].replace("<", "&lt;").replace("![", "\\![")
+    return "".join(parts)
 
 
 def result_html(result: Any) -> str:
@@ -420,7 +434,7 @@ class LiveView:
         self._dirty.add("activity")
         self.flush()
         if result.output:
-            self._update("answer", {"text/markdown": result.output, "text/plain": result.output})
+            self._update("answer", {"text/markdown": safe_markdown(result.output), "text/plain": result.output})
         elif result.output is None:
             why = f"(no final answer: {result.reason or result.stop_reason or 'not done'})"
             self._update("answer", {"text/html": f'<div style="{_MUTED};color:#c62828">{_esc(why)}</div>',
