@@ -227,6 +227,7 @@ class _Turn:
 
     messages: list[dict]
     on_event: Callable[[events.Event], Any]
+    prices: Mapping[str, float] | None
     steps: int = 0
     calls: list[ToolCall] = field(default_factory=list)
     records: list[usage.RequestRecord] = field(default_factory=list)
@@ -236,7 +237,7 @@ class _Turn:
 
     def result(self, output: str | None, done: bool, **kw: Any) -> RunResult:
         return RunResult(output, self.steps, self.calls, self.messages, self.spent, done, self.records,
-                         self.redactions, **kw)
+                         self.redactions, prices=self.prices, **kw)
 
 
 async def _run_tool(o: Mapping[str, Any], reg: Mapping[str, cap.RegisteredTool], block: dict, t: _Turn,
@@ -246,14 +247,17 @@ async def _run_tool(o: Mapping[str, Any], reg: Mapping[str, cap.RegisteredTool],
     capability = reg[name].capability if name in reg else None
     t.on_event(events.ToolCallStarted(call_id, t.steps, name, capability, args))
     status, reason, redactions, denial = "ok", None, 0, None
-    approvers = [o.get("approve_fn")]
-    if name in reg and reg[name].approval is not None and not getattr(approvers[0], "asks_a_person", False):
-        approvers.append(reg[name].approval)  # e.g. run_python: a person must say yes
-    for approve in approvers if error is None else ():
-        if approve is not None and denial is None:
+    if error is None:
+        approvers = [o.get("approve_fn")]
+        own = reg[name].approval if name in reg else None
+        if own is not None and not getattr(approvers[0], "asks_a_person", False):
+            approvers.append(own)  # e.g. run_python: a person must say yes
+        for approve in filter(None, approvers):
             t.on_event(events.ApprovalRequested(call_id, name, capability, args))
             denial = await _verdict(approve, ApprovalRequest(name, args, capability, call_id))
             t.on_event(events.ApprovalDecided(call_id, name, denial is None, denial and denial.reason))
+            if denial is not None:
+                break
     started = time.perf_counter()  # the tool's own time, not the time a person took to decide
     if error is not None:
         text, status = error, "error"
@@ -281,21 +285,20 @@ async def execute(provider: Provider, o: Mapping[str, Any], prompt: str) -> RunR
         {"role": "system", "content": system_prompt(o["capabilities"], o.get("system"))},
         {"role": "user", "content": prompt}]
     listener = o.get("on_event") or (lambda event: None)
-    t = _Turn(messages, listener)
+    t = _Turn(messages, listener, o.get("prices"))
     secrets = list(getattr(provider, "secret_values", lambda: [])())
     budgets = budget.active(o.get("token_budget"), o.get("cost_budget"), o.get("prices"))
     with events.listening(listener):
         while True:
             if t.steps >= o["max_steps"]:
-                return t.result(None, False, stop_reason="max_steps", reason=f"hit max_steps ({o['max_steps']})",
-                                prices=o.get("prices"))
+                return t.result(None, False, stop_reason="max_steps", reason=f"hit max_steps ({o['max_steps']})")
             request = Request(messages=t.messages[1:], system=[SystemBlock(t.messages[0]["content"], cache=True)],
                               tools=tools, **{k: o.get(k) for k in REQUEST_OPTIONS})
             if budgets:
                 estimate = budget.estimate_tokens(t.messages[0]["content"], request.messages, tools, request.max_tokens)
                 if (why := next(filter(None, (b.refusal(estimate) for b in budgets)), None)) is not None:
                     listener(events.BudgetExceeded(why))
-                    return t.result(None, False, stop_reason="budget", reason=why, prices=o.get("prices"))
+                    return t.result(None, False, stop_reason="budget", reason=why)
             listener(events.ModelRequest(t.steps + 1, request.model))
             started = time.perf_counter()
             if o.get("stream"):
@@ -315,14 +318,14 @@ async def execute(provider: Provider, o: Mapping[str, Any], prompt: str) -> RunR
             t.messages.append({"role": "assistant", "content": content})
             listener(events.AssistantMessage(t.steps, t.messages[-1], response.usage, latency))
             uses = [b for b in content if b["type"] == "tool_use"]
-            if not uses or response.refused():
+            if not uses:
                 done = not response.truncated()
-                return t.result(response.text(), done, stop_reason=response.stop_reason, prices=o.get("prices"),
+                return t.result(response.text(), done, stop_reason=response.stop_reason,
                                 reason=None if done else "the answer hit max_tokens")
             results = [await _run_tool(o, reg, block, t, secrets) for block in uses]
             t.messages.append({"role": "user", "content": results})
             if t.stopped is not None:
-                return t.result(None, False, stop_reason="stopped", reason=t.stopped, prices=o.get("prices"))
+                return t.result(None, False, stop_reason="stopped", reason=t.stopped)
 
 
 # --- agents -----------------------------------------------------------------------------------

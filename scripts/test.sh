@@ -11,6 +11,9 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 python -m pip install -q --disable-pip-version-check -e '.[test]'
+# An editable install is never byte-compiled, and PYTHONDONTWRITEBYTECODE may forbid it later:
+# compile once so import-time checks measure imports, not the compiler.
+python -m compileall -q bettong_nb >/dev/null
 bash .ci/install-llama.sh
 
 python -m pytest "$@"
