@@ -16,13 +16,17 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
 from . import capability as cap
 from . import budget, events, usage
 from ._sync import run_sync
-from .providers.base import CallableProvider, Provider, Request, Response, SystemBlock
+from .providers.base import CallableProvider, Provider, Request, SystemBlock
+
+if TYPE_CHECKING:
+    from .batch import Batch
+    from .session import Session
 
 __all__ = [
     "Agent", "ModelAgent", "RunResult", "ToolCall", "ApprovalRequest", "Deny",

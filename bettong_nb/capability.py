@@ -24,7 +24,7 @@ import json
 import re
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
 from . import secrets

@@ -12,7 +12,7 @@ Every event has a ``kind`` string, handy for ``match`` and logs.
 from __future__ import annotations
 
 import contextvars
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 __all__ = [

@@ -13,16 +13,9 @@ from bettong_nb.providers.anthropic import AnthropicProvider, encode_request
 from bettong_nb.providers.base import Request, SystemBlock
 from bettong_nb.usage import Usage, summary
 from servers import Reply
-from wire_servers import KEY, AnthropicScript, Switchboard, assert_well_formed, recorded, wire
+from wire_servers import KEY, AnthropicScript, assert_well_formed, recorded, wire
 
 ANSWER = "The capital of Lithuania is Vilnius."
-
-
-@pytest.fixture(scope="module")
-def board():
-    board = Switchboard()
-    yield board
-    board.close()
 
 
 @pytest.fixture

@@ -23,18 +23,6 @@ from wire_servers import WIRES, Switchboard, Wire, assert_well_formed
 FIRST, CANCELLED, NEXT = "What is the weather in Vilnius?", "And in Kaunas?", "Thanks. The capital?"
 
 
-@pytest.fixture(params=WIRES, ids=[w.name for w in WIRES])
-def w(request) -> Wire:
-    return request.param
-
-
-@pytest.fixture(scope="module")
-def board():
-    board = Switchboard()
-    yield board
-    board.close()
-
-
 @pytest.fixture(scope="module")
 def other_board():
     """A second set of servers, for the provider a session switches to."""

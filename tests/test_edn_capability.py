@@ -287,7 +287,7 @@ def test_the_cut_starts_just_past_the_limit(root, length, cut):
     name = _blob(root, length)
     text = call(caps.edn(root), "read_edn", {"path": name, "key_path": [":blob"]})
     if cut:
-        assert text.endswith(f"[Showed 100,000 of 100,001 characters; read a longer key_path to see one part "
+        assert text.endswith("[Showed 100,000 of 100,001 characters; read a longer key_path to see one part "
                              "of this value.]")
     else:
         assert len(text) == MAX_SHOWN_CHARS and text == '"' + "x" * length + '"\n'

@@ -11,16 +11,9 @@ from bettong_nb import ProviderError, events
 from bettong_nb.providers.base import Request
 from bettong_nb.providers.ollama import OllamaProvider, host_url
 from servers import Reply
-from wire_servers import OllamaScript, Switchboard, assert_well_formed, recorded, wire
+from wire_servers import OllamaScript, assert_well_formed, recorded, wire
 
 ANSWER = "The capital of Lithuania is Vilnius."
-
-
-@pytest.fixture(scope="module")
-def board():
-    board = Switchboard()
-    yield board
-    board.close()
 
 
 @pytest.fixture

@@ -1,6 +1,5 @@
 """The OpenAI-compatible provider against a real HTTP server on 127.0.0.1: wire, streaming, errors."""
 
-import json
 
 import pytest
 

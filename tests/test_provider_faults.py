@@ -18,21 +18,9 @@ import bettong_nb
 from bettong_nb import ProviderError, events
 from bettong_nb.providers.base import Request
 from servers import LoopbackServer, Reply
-from wire_servers import KEY, WIRES, RawServer, Switchboard, Wire
+from wire_servers import KEY, WIRES, RawServer, Wire
 
 ANSWER = "The capital of Lithuania is Vilnius."
-
-
-@pytest.fixture(params=WIRES, ids=[w.name for w in WIRES])
-def w(request) -> Wire:
-    return request.param
-
-
-@pytest.fixture(scope="module")
-def board():
-    board = Switchboard()
-    yield board
-    board.close()
 
 
 @pytest.fixture

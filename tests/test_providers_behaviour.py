@@ -14,7 +14,7 @@ import pytest
 from bettong_nb import ProviderError, events
 from bettong_nb.usage import Usage, summary
 from servers import Reply
-from wire_servers import KEY, WIRE, WIRES, Switchboard, Wire
+from wire_servers import KEY, WIRE, WIRES
 
 ANSWER = "The capital of Lithuania is Vilnius."
 FINAL = "It is raining in Vilnius, 11 °C."
@@ -40,18 +40,6 @@ ANSWER_USAGE = {  # what each wire's recorded answer reports, in bettong_nb's te
                        cache_hit_tokens=1196, cache_miss_tokens=14, cache_write_tokens=0),
     "ollama": Usage(requests=1, prompt_tokens=1210, completion_tokens=48, total_tokens=1258, cache_miss_tokens=1210),
 }
-
-
-@pytest.fixture(params=WIRES, ids=[w.name for w in WIRES])
-def w(request) -> Wire:
-    return request.param
-
-
-@pytest.fixture(scope="module")
-def board():
-    board = Switchboard()
-    yield board
-    board.close()
 
 
 @pytest.fixture

@@ -146,7 +146,7 @@ class _StreamFold:
                 call = self.calls.setdefault(index, {"id": None, "name": "", "arguments": []})
                 fn = part.get("function") or {}
                 call["id"] = part.get("id") or call["id"]
-                call["name"] += fn.get("name") or ""
+                call["name"] = call["name"] or fn.get("name") or ""  # whole; llama-cpp-python repeats it per chunk
                 if fn.get("arguments"):
                     call["arguments"].append(fn["arguments"])
                 emit(events.ToolUseDelta(index, call["name"] or None, fn.get("arguments") or ""))

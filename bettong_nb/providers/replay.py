@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from .. import events, secrets
 from ..usage import Usage
-from .base import ProviderError, Request, Response, SystemBlock
+from .base import ProviderError, Request, Response
 
 __all__ = ["Recording", "Replay", "ReplayMismatch", "cassette", "LIVE_ENV"]
 
