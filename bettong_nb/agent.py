@@ -292,12 +292,13 @@ async def execute(provider: Provider, o: Mapping[str, Any], prompt: str) -> RunR
     t = _Turn(messages, listener, o.get("prices"))
     secrets = list(getattr(provider, "secret_values", lambda: [])())
     budgets = budget.active(o.get("token_budget"), o.get("cost_budget"), o.get("prices"))
+    fields = {k: o.get(k) for k in REQUEST_OPTIONS}
     with events.listening(listener):
         while True:
             if t.steps >= o["max_steps"]:
                 return t.result(None, False, stop_reason="max_steps", reason=f"hit max_steps ({o['max_steps']})")
             request = Request(messages=t.messages[1:], system=[SystemBlock(t.messages[0]["content"], cache=True)],
-                              tools=tools, **{k: o.get(k) for k in REQUEST_OPTIONS})
+                              tools=tools, **fields)
             if budgets:
                 estimate = budget.estimate_tokens(t.messages[0]["content"], request.messages, tools, request.max_tokens)
                 if (why := next(filter(None, (b.refusal(estimate) for b in budgets)), None)) is not None:
@@ -328,6 +329,8 @@ async def execute(provider: Provider, o: Mapping[str, Any], prompt: str) -> RunR
                                 reason=None if done else "the answer hit max_tokens")
             results = [await _run_tool(o, reg, block, t, secrets) for block in uses]
             t.messages.append({"role": "user", "content": results})
+            if fields["tool_choice"] not in (None, "auto", "none"):
+                fields["tool_choice"] = "auto"  # a forced call ("required", a name) forces the first step only
             if t.stopped is not None:
                 return t.result(None, False, stop_reason="stopped", reason=t.stopped)
 

@@ -330,3 +330,15 @@ def test_run_result_repr_is_short():
     result, _ = run(["x" * 500])
     text = repr(result)
     assert len(text) < 200 and text.startswith("RunResult(output='xxx") and "1 request" in text
+
+
+@pytest.mark.parametrize("choice", ["get_weather", "required"])
+def test_a_forced_tool_choice_forces_the_first_step_only(choice):
+    result, model = run([[("get_weather", {"city": "x"})], "done"], capabilities=[weather_cap()], tool_choice=choice)
+    assert [r.tool_choice for r in model.requests] == [choice, "auto"] and result.done
+
+
+def test_auto_and_none_stay_as_given():
+    for choice in ("auto", "none"):
+        _, model = run([[("get_weather", {"city": "x"})], "done"], capabilities=[weather_cap()], tool_choice=choice)
+        assert [r.tool_choice for r in model.requests] == [choice, choice]

@@ -150,3 +150,25 @@ def test_the_agent_key_is_redacted_from_tool_results():
         result = bettong_nb.deepseek(base_url=server.url, api_key=key, capabilities=[cap]).run("x")
     assert key.encode() not in server.requests[1].body.replace(b"Bearer " + key.encode(), b"")
     assert result.redactions >= 1 and "[redacted]" in result.tool_calls[0].result
+
+
+def test_a_stream_that_repeats_the_function_name_in_every_chunk():
+    """llama.cpp's server sends the name (and id) again in each tool-call chunk."""
+    from servers import sse
+
+    def chunk(delta, finish=None):
+        return {"id": "x", "object": "chat.completion.chunk", "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    parts = ['{"te', 'xt": "', 'hi"}']
+    events_ = [chunk({"role": "assistant", "content": None})]
+    events_ += [chunk({"tool_calls": [{"index": 0, "id": "call_9", "type": "function",
+                                       "function": {"name": "write_note", "arguments": p}}]}) for p in parts]
+    events_.append(chunk({}, "tool_calls"))
+    store = []
+    script = ChatScript([Reply(headers={"Content-Type": "text/event-stream"}, chunks=sse(events_)),
+                         chat_message("ok")])
+    with LoopbackServer(script) as server:
+        result = bettong_nb.openai(base_url=server.url, api_key="k", capabilities=[notes_cap(store)],
+                                   stream=True).run("x")
+    assert store == ["hi"] and result.tool_calls[0].tool == "write_note" and result.tool_calls[0].id == "call_9"
