@@ -60,12 +60,9 @@ LOOP = asyncio.new_event_loop()
 @pytest.fixture(scope="module", autouse=True)
 def _close_loop():
     yield
-    from bettong_nb.providers._http import _client
+    from bettong_nb.providers._http import close_clients
 
-    async def close():
-        await _client().aclose()
-
-    LOOP.run_until_complete(close())
+    LOOP.run_until_complete(close_clients())
     LOOP.close()
 
 

@@ -326,14 +326,15 @@ async def fetch(source: Source, method: str, url: str, *, timeout: float, params
     """
     import httpx
 
-    from ..providers._http import _client, timeout_config
+    from ..providers._http import borrow, timeout_config
 
     try:
         # the overall deadline also covers a server that trickles its answer byte by byte
         async with asyncio.timeout(timeout):
-            response = await _client().request(
-                method, url, params=params, json=json_body, headers=headers,
-                timeout=timeout_config({"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}))
+            with borrow() as client:
+                response = await client.request(
+                    method, url, params=params, json=json_body, headers=headers,
+                    timeout=timeout_config({"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}))
     except (TimeoutError, httpx.TimeoutException):
         raise SearchError(f"{source.name} search timed out after {timeout:g} s; try again or use another source",
                           source=source.name) from None
