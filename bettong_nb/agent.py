@@ -169,11 +169,16 @@ def ask_in_terminal(request: ApprovalRequest) -> bool | Deny:
 ask_in_terminal.asks_a_person = True
 
 
+def in_kernel() -> bool:
+    """True inside a Jupyter kernel (not a terminal IPython); imports nothing to find out."""
+    shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+    return getattr(shell, "kernel", None) is not None
+
+
 async def ask_a_person(request: ApprovalRequest) -> bool | Deny:
     """Approval from whoever is there: buttons in a notebook kernel (which apply their headless
     policy when no browser is attached), y/N in an interactive terminal, else a denial."""
-    shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
-    if getattr(shell, "kernel", None) is not None:  # a notebook kernel, not a terminal IPython
+    if in_kernel():
         from .notebook.approvals import ask_with_buttons
 
         return await ask_with_buttons(request)
@@ -404,7 +409,11 @@ class ModelAgent:
         return await amap(self, prompts, concurrency=concurrency, progress=progress, **overrides)
 
     def map(self, prompts: Iterable[str], *, concurrency: int = 8, progress: bool = True, **overrides: Any) -> "Batch":
-        return run_sync(self.amap(prompts, concurrency=concurrency, progress=progress, **overrides))
+        from .batch import progress_for
+
+        prompts = list(prompts)
+        bar = progress_for(self, len(prompts), progress, overrides)
+        return run_sync(self.amap(prompts, concurrency=concurrency, progress=bar, **overrides))
 
     def map_frame(self, frame: Any, *, prompt: str, output: str = "output", **options: Any):
         """Fill column ``output`` of a copy of ``frame`` from the template ``prompt`` over each row

@@ -20,9 +20,9 @@ import time
 from typing import Any, Iterable, Mapping
 
 from . import budget, usage
-from .agent import RunResult
+from .agent import RunResult, in_kernel
 
-__all__ = ["Batch", "amap", "map_frame", "Progress"]
+__all__ = ["Batch", "amap", "amap_frame", "map_frame", "Progress", "progress_for"]
 
 
 class Batch(list):
@@ -68,7 +68,7 @@ class Progress:
         self.spent = usage.ZERO
         self._widget = self._label = None
         self._last = 0.0
-        if enabled and "ipykernel" in sys.modules:
+        if enabled and in_kernel():
             try:
                 import ipywidgets
                 from IPython.display import display
@@ -114,18 +114,28 @@ def _failed(error: BaseException, prompt: str) -> RunResult:
                      stop_reason="error", reason=reason, error=error)
 
 
-async def amap(agent: Any, prompts: Iterable[str], *, concurrency: int = 8, progress: bool = True,
+def _prices(agent: Any, overrides: Mapping[str, Any]) -> Mapping[str, float] | None:
+    return overrides.get("prices") or getattr(agent, "options", {}).get("prices")
+
+
+def progress_for(agent: Any, total: int, enabled: bool, overrides: Mapping[str, Any]) -> Progress:
+    """The batch's progress display, made in the caller's thread: a notebook shows a widget only
+    when it is displayed from the thread running the cell."""
+    return Progress(total, prices=_prices(agent, overrides), enabled=enabled)
+
+
+async def amap(agent: Any, prompts: Iterable[str], *, concurrency: int = 8, progress: bool | Progress = True,
                token_budget: int | None = None, cost_budget: float | None = None, **overrides: Any) -> Batch:
     """Run every prompt as its own run, at most ``concurrency`` at a time; results in input order."""
     prompts = list(prompts)
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    prices = overrides.get("prices") or getattr(agent, "options", {}).get("prices")
+    prices = _prices(agent, overrides)
     shared = budget.Budget("batch", token_budget, cost_budget, prices) \
         if token_budget is not None or cost_budget is not None else None
     results: Batch = Batch([None] * len(prompts))
     results.prices = prices
-    bar = Progress(len(prompts), prices=prices, enabled=progress)
+    bar = progress if isinstance(progress, Progress) else Progress(len(prompts), prices=prices, enabled=progress)
     queue = iter(enumerate(prompts))
 
     async def worker() -> None:
@@ -177,7 +187,8 @@ async def amap_frame(agent: Any, frame: Any, *, prompt: str, output: str = "outp
     return out
 
 
-def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", **options: Any):
+def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", progress: bool = True,
+              **options: Any):
     """Fill column ``output`` with the agent's answer for each row of ``frame`` (a new DataFrame).
 
     ``prompt`` is a template over the columns, ``"Classify: {text}"``. The batch's usage frame is
@@ -185,4 +196,5 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", **
     """
     from ._sync import run_sync
 
-    return run_sync(amap_frame(agent, frame, prompt=prompt, output=output, **options))
+    bar = progress_for(agent, len(frame), progress, options)
+    return run_sync(amap_frame(agent, frame, prompt=prompt, output=output, progress=bar, **options))

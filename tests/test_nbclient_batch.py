@@ -1,0 +1,51 @@
+"""Batches in a real kernel: agent.map and await agent.amap show one progress widget each;
+map_frame fills a column; a session budget stops a turn."""
+
+from __future__ import annotations
+
+import json
+
+import nbclient
+import nbformat
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+SETUP = '''
+import json
+import pandas as pd
+import bettong_nb
+from bettong_nb.providers import Response
+
+def echo(request):
+    return Response(content=[{"type": "text", "text": "label:" + request.messages[-1]["content"]}],
+                    usage=bettong_nb.Usage(requests=1, prompt_tokens=480, completion_tokens=2))
+
+bot = bettong_nb.agent(provider=echo)
+'''
+
+
+def test_batches_and_budgets_in_a_notebook(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(SETUP),
+        nbformat.v4.new_code_cell("results = bot.map(['a', 'b', 'c'], concurrency=2)"),
+        nbformat.v4.new_code_cell("again = await bot.amap(['d', 'e'])"),
+        nbformat.v4.new_code_cell("df = bot.map_frame(pd.DataFrame({'text': ['x', 'y']}), prompt='{text}!', "
+                                  "output='label')"),
+        nbformat.v4.new_code_cell("chat = bot.session(token_budget=1000)\n"
+                                  "turns = [chat.run(p) for p in ('one', 'two', 'three')]"),
+        nbformat.v4.new_code_cell("print(json.dumps({'map': [r.output for r in results], "
+                                  "'amap': [r.output for r in again], 'frame': list(df['label']), "
+                                  "'rows': len(df.attrs['usage_frame']), "
+                                  "'turns': [t.done for t in turns], 'why': turns[-1].reason}))"),
+    ])
+    nbclient.NotebookClient(nb, timeout=60, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    for cell in nb.cells:
+        assert not [o for o in cell.outputs if o.output_type == "error"], cell.outputs
+    for index in (1, 2, 3):  # one progress widget per batch, shown in the batch's own cell
+        widgets = [o for o in nb.cells[index].outputs if o.output_type == "display_data" and WIDGET in o.data]
+        assert len(widgets) == 1, nb.cells[index].outputs
+    seen = json.loads("".join(o.text for o in nb.cells[5].outputs if o.output_type == "stream"))
+    assert seen["map"] == ["label:a", "label:b", "label:c"] and seen["amap"] == ["label:d", "label:e"]
+    assert seen["frame"] == ["label:x!", "label:y!"] and seen["rows"] == 2
+    assert seen["turns"] == [True, True, False] and "session token budget of 1000" in seen["why"]
