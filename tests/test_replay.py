@@ -94,4 +94,6 @@ def test_the_switch_replays_without_a_key_and_records_when_asked(tmp_path, monke
         model = cassette(path, live=True, make_live=lambda: OpenAIProvider(base_url=server.url, key_env="DEEPSEEK_API_KEY"))
         assert isinstance(model, Recording)
         assert bettong_nb.agent(provider=model).run("hi").output == "live!"
-    assert bettong_nb.agent(provider=cassette(path)).run("hi").output == "live!"
+    assert path.read_text() == "", "the shipped cassette is left as it was"
+    live = tmp_path / "nb.live.jsonl"
+    assert bettong_nb.agent(provider=cassette(live)).run("hi").output == "live!"

@@ -194,8 +194,10 @@ def cassette(path: str | os.PathLike, *, live: bool | None = None,
     """The one switch for notebooks: replay the cassette, unless asked to go live.
 
     Live when ``live=True`` (or the environment variable BETTONG_LIVE=1) *and* ``key_env`` is set:
-    then the live provider (``make_live()``, by default DeepSeek's) runs and the cassette is
-    re-recorded from scratch. Otherwise the recorded turns are replayed: no key, no network.
+    then the live provider (``make_live()``, by default DeepSeek's) answers, and its turns are
+    recorded beside the cassette as ``NAME.live.jsonl`` (the shipped cassette is left as it is;
+    rename the live one over it to keep it). Otherwise the recorded turns are replayed: no key,
+    no network.
     """
     live = os.environ.get(LIVE_ENV) == "1" if live is None else live
     if live and os.environ.get(key_env):
@@ -203,6 +205,7 @@ def cassette(path: str | os.PathLike, *, live: bool | None = None,
             from ..agent import deepseek
 
             make_live = lambda: deepseek().provider  # noqa: E731
-        Path(path).unlink(missing_ok=True)
-        return Recording(make_live(), path)
+        live_path = Path(path).with_suffix(".live.jsonl")
+        live_path.unlink(missing_ok=True)
+        return Recording(make_live(), live_path)
     return Replay(path)

