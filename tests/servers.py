@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs, urlsplit
 
-__all__ = ["Recorded", "Reply", "LoopbackServer", "ChatScript", "chat_message", "tool_call", "sse"]
+__all__ = ["Recorded", "Reply", "LoopbackServer", "Script", "ChatScript", "chat_message", "tool_call", "sse"]
 
 
 @dataclass
@@ -183,12 +183,10 @@ def _stream_chunks(body: dict) -> list[bytes]:
     return sse(events)
 
 
-class ChatScript:
-    """Serves scripted chat completions in order; streams when the request asks to.
-
-    Each turn is a chat.completion body (see :func:`chat_message`) or a :class:`Reply`.
-    Past the end of the script it answers 500 so a runaway loop fails loudly.
-    """
+class Script:
+    """Serves scripted turns in order: a body (sent whole, or streamed when the request asks)
+    or a :class:`Reply` as it is. Past the end it answers 500, so a runaway loop fails loudly.
+    Subclasses say how one wire format streams a body and reports an error."""
 
     def __init__(self, turns: Iterable[dict | Reply]):
         self.turns = list(turns)
@@ -198,11 +196,22 @@ class ChatScript:
     def __call__(self, request: Recorded) -> Reply:
         with self._lock:
             if self._next >= len(self.turns):
-                return Reply.json({"error": {"message": "script exhausted"}}, status=500)
+                return self.exhausted()
             turn = self.turns[self._next]
             self._next += 1
         if isinstance(turn, Reply):
             return turn
-        if request.json().get("stream"):
-            return Reply(200, headers={"Content-Type": "text/event-stream"}, chunks=_stream_chunks(turn))
-        return Reply.json(turn)
+        return self.streamed(turn) if request.json().get("stream") else Reply.json(turn)
+
+    def streamed(self, body: dict) -> Reply:
+        raise NotImplementedError
+
+    def exhausted(self) -> Reply:
+        return Reply.json({"error": {"message": "script exhausted"}}, status=500)
+
+
+class ChatScript(Script):
+    """OpenAI-compatible chat completions; each turn a chat.completion body (:func:`chat_message`)."""
+
+    def streamed(self, body: dict) -> Reply:
+        return Reply(200, headers={"Content-Type": "text/event-stream"}, chunks=_stream_chunks(body))

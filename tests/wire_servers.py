@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import bettong_nb
-from servers import ChatScript, LoopbackServer, Recorded, Reply, _stream_chunks
+from servers import ChatScript, LoopbackServer, Recorded, Reply, Script, _stream_chunks
 
 __all__ = ["WIRE", "KEY", "Wire", "WIRES", "wire", "recorded", "Switchboard", "RawServer", "assert_well_formed", "AnthropicScript", "OllamaScript", "anthropic_events", "anthropic_sse",
            "ollama_chunks", "ollama_ndjson", "openai_error", "anthropic_error", "ollama_error"]
@@ -137,32 +137,7 @@ def ollama_ndjson(chunks: Iterable[dict]) -> list[bytes]:
 
 # --- scripts ------------------------------------------------------------------------------------
 
-class _Script:
-    """Serves turns in order (a body, or a Reply as it is); past the end, a 500 in the wire's format."""
-
-    def __init__(self, turns: Iterable[dict | Reply]):
-        self.turns = list(turns)
-        self._next = 0
-        self._lock = threading.Lock()
-
-    def __call__(self, request: Recorded) -> Reply:
-        with self._lock:
-            if self._next >= len(self.turns):
-                return self.exhausted()
-            turn = self.turns[self._next]
-            self._next += 1
-        if isinstance(turn, Reply):
-            return turn
-        return self.streamed(turn) if request.json().get("stream") else Reply.json(turn)
-
-    def streamed(self, body: dict) -> Reply:
-        raise NotImplementedError
-
-    def exhausted(self) -> Reply:
-        raise NotImplementedError
-
-
-class AnthropicScript(_Script):
+class AnthropicScript(Script):
     def streamed(self, body: dict) -> Reply:
         return Reply(200, headers=SSE, chunks=anthropic_sse(anthropic_events(body)))
 
@@ -170,7 +145,7 @@ class AnthropicScript(_Script):
         return anthropic_error(500, "script exhausted")
 
 
-class OllamaScript(_Script):
+class OllamaScript(Script):
     def streamed(self, body: dict) -> Reply:
         return Reply(200, headers=NDJSON, chunks=ollama_ndjson(ollama_chunks(body)))
 
