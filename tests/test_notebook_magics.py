@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -523,4 +524,4 @@ def test_approve_in_a_cell_records_decisions_on_the_result(ip, monkeypatch):
     assert seen == [] and call.status == "denied"
     assert call.reason.startswith("no one approved it: no widget frontend")
     html = "".join(o.data.get("text/html", "") for o in captured.outputs)
-    assert "→ <span style=\"color:#c62828;font-weight:600\">denied</span>" in html
+    assert re.search(r'→ <span style="color:var\(--jp-error-color1[^"]*">denied</span>', html)

@@ -11,6 +11,7 @@ JupyterLab, Notebook 7, VS Code and static viewers; nothing needs JavaScript.
 from __future__ import annotations
 
 import asyncio
+import functools
 import html
 import json
 import re
@@ -30,18 +31,38 @@ __all__ = [
 RESULT_PREVIEW_CHARS = 20_000  # a tool result longer than this is cut in the display (never in the data)
 _ARGS_PREVIEW_CHARS = 60
 
-_BOX = "font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;line-height:1.45"
+# Colours must read on light and dark themes alike: text inherits the theme's colour, fills and
+# borders are translucent grey, and status colours are the theme's own where the frontend exposes
+# them (JupyterLab and Notebook 7: --jp-*, VS Code: --vscode-*). The fallbacks, for static viewers,
+# are mid-tones with about 4:1 contrast on white and on near-black.
+_OK = "var(--jp-success-color0,var(--vscode-testing-iconPassed,#3d9140))"
+_ERROR = "var(--jp-error-color1,var(--vscode-errorForeground,#e0403a))"
+_WARN = "var(--jp-warn-color0,var(--vscode-editorWarning-foreground,#c86400))"
+_INFO = "var(--jp-brand-color1,var(--vscode-textLink-foreground,#2f80ed))"
+_STATUS_COLOURS = {"ok": _OK, "error": _ERROR, "denied": _ERROR, "running": _INFO, "awaiting approval": _WARN}
+_RAN = ("ok", "error")  # statuses with a duration worth showing: a denied call never ran
+
+_MONO = "font-family:var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Consolas,monospace);font-size:12px"
+_BOX = "font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.45"
+# Answers and prompts in the size of rendered Markdown, so a streamed answer does not change size
+# when it becomes Markdown at the end.
+_PROSE = "font-size:var(--jp-content-font-size1,14px);line-height:var(--jp-content-line-height,1.6)"
 _DETAILS = ("margin:3px 0;border:1px solid rgba(128,128,128,.35);border-radius:4px;padding:2px 8px;"
             "background:rgba(128,128,128,.06)")
-_SUMMARY = "cursor:pointer;white-space:pre-wrap;word-break:break-word"
-_PRE = ("white-space:pre-wrap;word-break:break-word;margin:4px 0;padding:4px 6px;max-height:24em;overflow:auto;"
-        "font-family:var(--jp-code-font-family,monospace);font-size:12px;background:rgba(128,128,128,.08)")
-_TEXT = "white-space:pre-wrap;word-break:break-word;margin:4px 0"
-_MUTED = "opacity:.7;font-size:12px;margin:3px 0"
-_LABEL = "font-size:11px;text-transform:uppercase;opacity:.65;margin-top:4px"
-_ROLE = "font-weight:600;margin-top:8px"
-_STATUS_COLOURS = {"ok": "#2e7d32", "error": "#c62828", "denied": "#c62828", "running": "#1565c0",
-                   "awaiting approval": "#ef6c00"}
+_SUMMARY = "cursor:pointer;overflow-wrap:anywhere"  # stays a list-item: its marker is the disclosure triangle
+# The call in a summary takes what room the status after it leaves and ends in an ellipsis, so
+# both share one line; in a very narrow cell it keeps 10em and the status moves below.
+_CALL = (f"{_MONO};display:inline-block;max-width:calc(100% - 17em);max-width:max(10em,calc(100% - 17em));"
+         "overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom")
+# word-break:normal undoes JupyterLab's break-all for output <pre>, which splits words anywhere;
+# a word too long for the line still breaks (overflow-wrap), and a huge result scrolls.
+_PRE = (f"{_MONO};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere;margin:4px 0;padding:4px 6px;"
+        "max-height:24em;overflow:auto;background:rgba(128,128,128,.1);border-radius:3px")
+_TEXT = f"white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0;{_PROSE}"
+_MUTED = "opacity:.75;font-size:12px;margin:3px 0"
+_LABEL = "font-size:11px;letter-spacing:.04em;opacity:.7;margin-top:6px"
+_ROLE = "font-weight:600;margin-top:10px"
+_FOOTER = f"{_MUTED};margin-top:8px;padding-top:4px;border-top:1px solid rgba(128,128,128,.3)"
 
 
 def _esc(value: Any) -> str:
@@ -66,12 +87,32 @@ def _args_preview(args: Any) -> str:
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return ""
+    if seconds < 0.0005:
+        return "<1 ms"  # not "0 ms": it did take some time
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
 def css_id(call_id: str) -> str:
     """A tool call id as it appears in CSS classes (``bettong-call-<id>``)."""
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in call_id)
+
+
+def _one_line(text: str, limit: int = 100) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def _call_line(tool: str, args: Any, status: str, *, detail: str | None = None, redactions: int = 0,
+               duration_s: float | None = None) -> str:
+    """One tool call on one line for a terminal: ``· tool(args…) → error: why (12 ms)``."""
+    line = f"· {tool}({_args_preview(args)}) → {status}"
+    if redactions:
+        line += f" · {redactions} redacted"
+    if detail:
+        line += f": {_one_line(detail.removeprefix('ERROR: '))}"
+    if duration_s is not None and status in _RAN:
+        line += f" ({_duration(duration_s)})"
+    return line
 
 
 def _capped(text: str, limit: int = RESULT_PREVIEW_CHARS) -> str:
@@ -85,20 +126,22 @@ def tool_block(tool: str, args: Any, *, status: str, call_id: str = "", capabili
                reason: str | None = None, note: str | None = None) -> str:
     """One tool call as ``<details>``: summary ``tool(args…) → status · duration``, then the full
     arguments and the result, HTML-escaped."""
-    word = status + (f" · {redactions} redacted" if redactions else "")
     colour = _STATUS_COLOURS.get(status, "inherit")
-    parts = [f'<code>{_esc(tool)}({_esc(_args_preview(args))})</code> → '
-             f'<span style="color:{colour};font-weight:600">{_esc(word)}</span>']
-    if duration_s is not None and status not in ("running", "awaiting approval"):
-        parts.append(f' <span style="opacity:.65">· {_duration(duration_s)}</span>')
-    body = [f'<div style="{_LABEL}">arguments{f" · {_esc(capability)}" if capability else ""}</div>',
+    parts = [f'<code style="{_CALL}">{_esc(tool)}({_esc(_args_preview(args))})</code> → '
+             f'<span style="color:{colour};font-weight:600;white-space:nowrap">{_esc(status)}</span>']
+    if redactions:
+        parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {redactions} redacted</span>')
+    if duration_s is not None and status in _RAN:
+        parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {_esc(_duration(duration_s))}</span>')
+    where = f" · capability: {_esc(capability)}" if capability else ""
+    body = [f'<div style="{_LABEL}">ARGUMENTS{where}</div>',
             f'<pre style="{_PRE}">{_esc(_json(args, indent=2))}</pre>']
     if note:
         body.append(f'<div style="{_MUTED}">{_esc(note)}</div>')
     if reason and status == "denied":
         body.append(f'<div style="{_MUTED}">reason: {_esc(reason)}</div>')
     if result is not None:
-        body.append(f'<div style="{_LABEL}">result</div><pre style="{_PRE}">{_esc(_capped(result))}</pre>')
+        body.append(f'<div style="{_LABEL}">RESULT</div><pre style="{_PRE}">{_esc(_capped(result))}</pre>')
     css = f"bettong-tool bettong-call-{css_id(call_id)}" if call_id else "bettong-tool"
     return (f'<details class="{css}" style="{_DETAILS}"><summary style="{_SUMMARY}">{"".join(parts)}</summary>'
             f'{"".join(body)}</details>')
@@ -147,14 +190,14 @@ def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool =
             for block in content:
                 kind = block.get("type")
                 if kind == "text" and block.get("text"):
-                    out.append(f'<div style="{_ROLE}">Agent</div><div style="{_TEXT}">{_esc(block["text"])}</div>')
+                    out.append(f'<div style="{_ROLE}">Agent</div>{_answer_html(block["text"])}')
                 elif kind == "thinking" and block.get("text"):
                     out.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">thinking</summary>'
                                f'<pre style="{_PRE}">{_esc(block["text"])}</pre></details>')
                 elif kind == "tool_use":
                     out.append(_recorded_tool(block, results.get(block.get("id")), meta.get(block.get("id"))))
         elif role == "assistant" and isinstance(content, str) and content:
-            out.append(f'<div style="{_ROLE}">Agent</div><div style="{_TEXT}">{_esc(content)}</div>')
+            out.append(f'<div style="{_ROLE}">Agent</div>{_answer_html(content)}')
     return out
 
 
@@ -171,20 +214,38 @@ def _recorded_tool(block: dict, result: dict | None, call: Any) -> str:
 
 def _wrap(parts: list[str], footer: str) -> str:
     return (f'<div class="bettong-transcript" style="{_BOX}">{"".join(parts)}'
-            f'<div class="bettong-usage" style="{_MUTED}">{footer}</div></div>')
+            f'<div class="bettong-usage" style="{_FOOTER}">{footer}</div></div>')
 
 
 _CODE = re.compile(r"(```.*?(?:```|$)|~~~.*?(?:~~~|$)|`[^`\n]*`)", re.S)
+
+
+def _outside_code(text: str, fix: Callable[[str], str]) -> str:
+    parts = _CODE.split(text)
+    for i in range(0, len(parts), 2):  # even parts are outside code
+        parts[i] = fix(parts[i])
+    return "".join(parts)
 
 
 def safe_markdown(text: str) -> str:
     """An answer made safe to render: the model's text may carry a prompt-injected image whose
     URL leaks data when the frontend fetches it, or raw HTML. Outside code, images become plain
     links (``\\![…](…)``) and ``<`` is escaped; code spans and fences are left as written."""
-    parts = _CODE.split(text)
-    for i in range(0, len(parts), 2):  # even parts are outside code
-        parts[i] = parts[i].replace("<", "&lt;").replace("![", "\\![")
-    return "".join(parts)
+    return _outside_code(text, lambda part: part.replace("<", "&lt;").replace("![", "\\!["))
+
+
+@functools.cache
+def _markdown() -> Callable[[str], str]:
+    import mistune  # imported on first use only: %load_ext stays cheap
+
+    return mistune.create_markdown(escape=True, plugins=["strikethrough", "table"])
+
+
+def _answer_html(text: str) -> str:
+    """The model's text in a transcript, as the live view shows it: Markdown rendered to plain
+    HTML, raw HTML escaped (mistune does that) and images turned into links nobody fetches."""
+    rendered = _markdown()(_outside_code(text, lambda part: part.replace("![", "\\![")))
+    return f'<div class="bettong-markdown" style="{_PROSE};overflow-wrap:anywhere">{rendered}</div>'
 
 
 def result_html(result: Any) -> str:
@@ -192,8 +253,8 @@ def result_html(result: Any) -> str:
     parts = _messages_html(result.messages, result.tool_calls)
     footer = _esc(usage_line(result.usage, result.prices))
     if not result.done:
-        footer = f'<span style="color:#c62828">stopped early: {_esc(result.reason or result.stop_reason)}</span> · ' \
-                 + footer
+        why = _esc(result.reason or result.stop_reason)
+        footer = f'<span style="color:{_ERROR}">stopped early: {why}</span> · {footer}'
     return _wrap(parts, footer)
 
 
@@ -210,9 +271,9 @@ def result_text(result: Any) -> str:
     """A RunResult for a terminal: the answer, one line per tool call, the usage line."""
     lines = [result.output if result.output is not None else f"(no final answer: {result.reason or 'not done'})"]
     for call in result.tool_calls:
-        lines.append(f"  · {call.tool}({_args_preview(call.args)}) → {call.status}"
-                     + (f": {call.reason}" if call.status == "denied" and call.reason else "")
-                     + f" ({_duration(call.duration_s)})")
+        detail = call.reason if call.status == "denied" else call.result if call.status == "error" else None
+        lines.append("  " + _call_line(call.tool, call.args, call.status, detail=detail, redactions=call.redactions,
+                                       duration_s=call.duration_s))
     lines.append(f"  {usage_line(result.usage, result.prices)}")
     return "\n".join(lines)
 
@@ -321,9 +382,9 @@ class LiveView:
             self._tool(event.call_id).update(status="awaiting approval", note="waiting for your decision")
             self._touch("activity")
         elif isinstance(event, events.ApprovalDecided):
-            note = "allowed" if event.allowed else f"denied{f': {event.reason}' if event.reason else ''}"
-            self._tool(event.call_id).update(status="running" if event.allowed else "denied", note=note,
-                                             reason=event.reason)
+            # A denial needs no note: the status says it, and the block shows the reason.
+            self._tool(event.call_id).update(status="running" if event.allowed else "denied",
+                                             note="allowed" if event.allowed else None, reason=event.reason)
             self._touch("activity")
         elif isinstance(event, events.ToolCallFinished):
             self._tool(event.call_id).update(status=event.status, result=event.result, duration=event.duration_s,
@@ -366,7 +427,7 @@ class LiveView:
                                         duration_s=item.get("duration"), redactions=item.get("redactions", 0),
                                         reason=item.get("reason"), note=item.get("note")))
             elif item["kind"] == "text":
-                parts.append(f'<div style="{_TEXT}">{_esc(item["text"])}</div>')
+                parts.append(_answer_html(item["text"]))
             elif item["kind"] == "thinking":
                 parts.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">thinking</summary>'
                              f'<pre style="{_PRE}">{_esc(item["text"])}</pre></details>')
@@ -383,7 +444,9 @@ class LiveView:
         lines = []
         for item in self.items:
             if item["kind"] == "tool":
-                lines.append(f"· {item['tool']}({_args_preview(item['args'])}) → {item['status']}")
+                # No duration: this text is saved with the notebook, and should not change per run.
+                lines.append(_call_line(item["tool"], item["args"], item["status"],
+                                        redactions=item.get("redactions", 0)))
             elif item["kind"] in ("text", "note"):
                 lines.append(item["text"])
         return "\n".join(lines)
@@ -437,7 +500,7 @@ class LiveView:
             self._update("answer", {"text/markdown": safe_markdown(result.output), "text/plain": result.output})
         elif result.output is None:
             why = f"(no final answer: {result.reason or result.stop_reason or 'not done'})"
-            self._update("answer", {"text/html": f'<div style="{_MUTED};color:#c62828">{_esc(why)}</div>',
+            self._update("answer", {"text/html": f'<div style="{_MUTED};color:{_ERROR};opacity:1">{_esc(why)}</div>',
                                     "text/plain": why})
         line = usage_line(result.usage, result.prices or self.prices)
         self._update("footer", {"text/html": f'<div class="bettong-usage" style="{_MUTED}">{_esc(line)}</div>',
@@ -449,7 +512,7 @@ class LiveView:
         self.status = None
         self._dirty.add("activity")
         self.flush()
-        self._update("footer", {"text/html": f'<div class="bettong-error" style="{_MUTED};color:#c62828;opacity:1">'
+        self._update("footer", {"text/html": f'<div class="bettong-error" style="{_MUTED};color:{_ERROR};opacity:1">'
                                              f'{_esc(message)}</div>', "text/plain": message})
         self._closed = True
 
@@ -462,6 +525,7 @@ class TextView:
         self.prices = prices
         self.file = file
         self._wrote = False  # streamed text since the last newline
+        self._reasons: dict[str, str | None] = {}  # call id -> why it was denied
 
     def _print(self, text: str, end: str = "\n") -> None:
         print(text, end=end, file=self.file or sys.stdout, flush=True)
@@ -475,10 +539,13 @@ class TextView:
         if isinstance(event, events.TextDelta) and self.stream:
             self._print(event.text, end="")
             self._wrote = not event.text.endswith("\n")
+        elif isinstance(event, events.ApprovalDecided) and not event.allowed:
+            self._reasons[event.call_id] = event.reason
         elif isinstance(event, events.ToolCallFinished):
             self._break()
-            call = f"{event.tool}({_args_preview(event.args)})"
-            self._print(f"  · {call} → {event.status} ({_duration(event.duration_s)})")
+            detail = {"denied": self._reasons.get(event.call_id), "error": event.result}.get(event.status)
+            self._print("  " + _call_line(event.tool, event.args, event.status, detail=detail,
+                                          redactions=event.redactions, duration_s=event.duration_s))
         elif isinstance(event, events.Retry):
             self._break()
             self._print(f"  ↻ retry {event.attempt} in {event.delay_s:.1f} s: {event.reason}")
