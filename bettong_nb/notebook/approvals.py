@@ -29,7 +29,7 @@ import weakref
 from typing import Any, Callable
 
 from ..agent import ApprovalRequest, Deny
-from .display import css_id
+from .display import _ERROR, _OK, css_id
 
 __all__ = ["ButtonApprover", "ask_with_buttons", "frontend_connected", "HEADLESS_POLICIES", "STOP_REASON",
            "approval_scope", "approval_surface"]
@@ -171,7 +171,7 @@ class _Prompt:
             return
         for control in (self.allow, self.always, self.deny, self.stop, self.reason):
             control.disabled = True
-        colour = "#2e7d32" if verdict is True or verdict == "always" else "#c62828"
+        colour = _OK if verdict is True or verdict == "always" else _ERROR  # the theme's own colours
         self.status.value = f"<span style='color:{colour};font-weight:600'>{html.escape(shown)}</span>"
         # Clicks may arrive on a comm thread; the future belongs to the loop running the agent.
         self.loop.call_soon_threadsafe(lambda: self.future.done() or self.future.set_result(verdict))
