@@ -4,7 +4,8 @@
     body = await transport.post_json("/chat/completions", payload)
     async with transport.stream_lines("/chat/completions", payload) as lines: ...
 
-Swapping the HTTP client means changing this module only.
+Swapping the HTTP client means changing this module only (and ``_asyncio_transport``, the
+network layer under httpx that it plugs in).
 """
 
 from __future__ import annotations
@@ -65,8 +66,11 @@ class _Pools:
     def _open(self, index: int) -> httpx.AsyncClient:
         client = self.clients[index]
         if client is None or client.is_closed:
-            limits = httpx.Limits(max_connections=100, max_keepalive_connections=50)
-            client = self.clients[index] = httpx.AsyncClient(limits=limits, trust_env=False, verify=_tls())
+            # imported here: httpcore loads with the first client, not with the library
+            from ._asyncio_transport import AsyncioTransport
+
+            transport = AsyncioTransport(ssl_context=_tls(), max_connections=100, max_keepalive_connections=50)
+            client = self.clients[index] = httpx.AsyncClient(transport=transport, trust_env=False)
         return client
 
     @contextlib.contextmanager
