@@ -13,7 +13,7 @@ from bettong_nb.providers.anthropic import AnthropicProvider, encode_request
 from bettong_nb.providers.base import Request, SystemBlock
 from bettong_nb.usage import Usage, summary
 from servers import Reply
-from wire_servers import KEY, AnthropicScript, assert_well_formed, recorded, wire
+from wire_servers import KEY, AnthropicScript, assert_well_formed, recorded, weather, wire
 
 ANSWER = "The capital of Lithuania is Vilnius."
 
@@ -21,17 +21,6 @@ ANSWER = "The capital of Lithuania is Vilnius."
 @pytest.fixture
 def serve(board):
     return lambda handler: board.serve("anthropic", handler)
-
-
-def weather(calls=None):
-    def get_weather(city):
-        if calls is not None:
-            calls.append(city)
-        return f"raining in {city}, 11 °C"
-
-    return {"id": "weather", "tools": [{"name": "get_weather", "description": "Current weather for a city.",
-                                        "parameters": {"city": {"type": "string", "required": True}},
-                                        "handler": get_weather}]}
 
 
 def complete(provider, request, stream=False):

@@ -11,7 +11,7 @@ from bettong_nb import ProviderError, events
 from bettong_nb.providers.base import Request
 from bettong_nb.providers.ollama import OllamaProvider, host_url
 from servers import Reply
-from wire_servers import OllamaScript, assert_well_formed, recorded, wire
+from wire_servers import OllamaScript, assert_well_formed, recorded, weather, wire
 
 ANSWER = "The capital of Lithuania is Vilnius."
 
@@ -19,12 +19,6 @@ ANSWER = "The capital of Lithuania is Vilnius."
 @pytest.fixture
 def serve(board):
     return lambda handler: board.serve("ollama", handler)
-
-
-def weather():
-    return {"id": "weather", "tools": [{"name": "get_weather", "description": "Current weather for a city.",
-                                        "parameters": {"city": {"type": "string", "required": True}},
-                                        "handler": lambda city: f"raining in {city}, 11 °C"}]}
 
 
 @pytest.mark.parametrize("spec,url", [

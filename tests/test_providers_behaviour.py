@@ -14,21 +14,10 @@ import pytest
 from bettong_nb import ProviderError, events
 from bettong_nb.usage import Usage, summary
 from servers import Reply
-from wire_servers import KEY, WIRE, WIRES
+from wire_servers import KEY, WIRE, WIRES, weather
 
 ANSWER = "The capital of Lithuania is Vilnius."
 FINAL = "It is raining in Vilnius, 11 °C."
-
-
-def weather(calls: list | None = None) -> dict:
-    def get_weather(city: str) -> str:
-        if calls is not None:
-            calls.append(city)
-        return f"raining in {city}, 11 °C"
-
-    return {"id": "weather", "tools": [{"name": "get_weather", "description": "Current weather for a city.",
-                                        "parameters": {"city": {"type": "string", "required": True}},
-                                        "handler": get_weather}]}
 
 
 EXPECTED_KEY_HEADER = {"openai": f"Bearer {KEY}", "anthropic": KEY, "ollama": None}

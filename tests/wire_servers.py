@@ -153,6 +153,19 @@ class OllamaScript(Script):
         return ollama_error(500, "script exhausted")
 
 
+def weather(calls: list | None = None) -> dict:
+    """The get_weather capability the wire suites share; ``calls`` collects the cities asked."""
+
+    def get_weather(city: str) -> str:
+        if calls is not None:
+            calls.append(city)
+        return f"raining in {city}, 11 °C"
+
+    return {"id": "weather", "tools": [{"name": "get_weather", "description": "Current weather for a city.",
+                                        "parameters": {"city": {"type": "string", "required": True}},
+                                        "handler": get_weather}]}
+
+
 class Switchboard:
     """One long-lived loopback server per wire format, its handler swapped per test.
 
