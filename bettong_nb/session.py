@@ -148,9 +148,6 @@ class Session:
         self.turns, self._tools = 0, None
         return self
 
-    def session(self, **budgets: Any) -> "Session":
-        return Session(self.agent, **budgets)
-
     def usage_frame(self, prices: Mapping[str, float] | None = None):
         from .notebook.frames import usage_frame
 
