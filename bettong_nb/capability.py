@@ -45,7 +45,24 @@ __all__ = [
     "system_text",
     "invoke",
     "stringify",
+    "ToolOutput",
 ]
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """What a handler returns when the text for the model is not all it has.
+
+        return ToolOutput(text=table_text, data=frame)          # the person gets the frame
+        return ToolOutput(text="the plot", images=(Image.from_path("p.png"),))
+
+    ``text`` goes to the model (redacted); ``data`` stays on the ToolCall for the person, never
+    sent; ``images`` (:class:`bettong_nb.images.Image`) go to the model as image parts.
+    """
+
+    text: str
+    data: Any = None
+    images: tuple = ()
 
 
 class ToolError(ValueError):
@@ -273,6 +290,8 @@ def stringify(value: Any) -> str:
     anything else as its str()."""
     if value is None:
         return ""
+    if isinstance(value, ToolOutput):
+        return value.text
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
