@@ -8,32 +8,59 @@
     print(result.output, bettong_nb.usage.summary(result.usage))
 
 In a notebook: ``%load_ext bettong_nb`` and a ``%%agent`` cell.
+
+Layers, each importing only from the ones below it:
+- core: options, agent (the loop), session, batch, capability (the protocol), provider (the
+  seam), approvals, events, usage, results, frames, secrets, http — no IPython, no widgets,
+  no notebook;
+- providers/ and capabilities/: implementations of the two protocols, using the core's
+  public pieces, never the loop's internals;
+- notebook/ and cli: consumers of events, plus magics, widgets and display. The notebook layer
+  installs what it needs into the core (display formatters, the person who approves) at
+  ``%load_ext``.
 """
 
 from . import capability, events, secrets, usage
-from .agent import (Agent, ApprovalRequest, Deny, ModelAgent, RunResult, ToolCall, agent, anthropic,
-                    approve_all, ask_in_terminal, deepseek, ollama, openai)
-from .capability import Capability, Tool, tool
-from .providers.base import Provider, ProviderError, Request, Response
+from .agent import Agent, ModelAgent
+from .approvals import Allow, ApprovalRequest, Deny, approve_all, ask_in_terminal
+from .capability import Capability, Tool, ToolOutput, tool
+from .images import Image
+from .provider import Provider, ProviderError, Request, Response
+from .results import RunResult, ToolCall
 from .session import Session
 from .usage import Usage
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Agent", "ModelAgent", "Session", "RunResult", "ToolCall", "ApprovalRequest", "Deny", "Usage",
-    "Capability", "Tool", "tool", "Provider", "ProviderError", "Request", "Response",
-    "agent", "deepseek", "openai", "anthropic", "ollama", "approve_all", "ask_in_terminal",
+    "Agent", "ModelAgent", "Session", "RunResult", "ToolCall", "ApprovalRequest", "Allow", "Deny", "Usage",
+    "Capability", "Tool", "ToolOutput", "tool", "Image", "Provider", "ProviderError", "Request", "Response",
+    "agent", "deepseek", "openai", "anthropic", "ollama", "offline", "approve_all", "ask_in_terminal",
     "capability", "capabilities", "events", "secrets", "usage", "providers", "edn",
     "load_ipython_extension", "unload_ipython_extension",
 ]
 
+# Built-in agents live with their providers; they load on first touch, keeping `import bettong_nb` fast.
+_FACTORIES = {"deepseek": "openai", "openai": "openai", "anthropic": "anthropic", "ollama": "ollama",
+              "offline": "offline"}
+
+
+def agent(provider=None, **options) -> ModelAgent:
+    """An agent over any provider (a Provider object or a callable request -> Response).
+    Without one, the DeepSeek provider is used."""
+    if provider is None:
+        from .providers.openai import deepseek
+
+        return deepseek(**options)
+    return ModelAgent(provider=provider, **options)
+
 
 def __getattr__(name: str):
-    # Submodules with heavier imports load on first touch, keeping `import bettong_nb` fast.
-    if name in ("capabilities", "providers", "edn", "notebook"):
-        import importlib
+    import importlib
 
+    if name in _FACTORIES:
+        return getattr(importlib.import_module(f"{__name__}.providers.{_FACTORIES[name]}"), name)
+    if name in ("capabilities", "providers", "edn", "notebook"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'bettong_nb' has no attribute {name!r}")
 

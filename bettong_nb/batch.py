@@ -20,12 +20,13 @@ import time
 from typing import Any, Iterable, Mapping
 
 from . import budget, usage
-from .agent import RunResult, in_kernel
+from ._sync import run_sync
+from .results import Ledger, RunResult
 
-__all__ = ["Batch", "amap", "amap_frame", "map_frame", "Progress", "progress_for"]
+__all__ = ["Batch", "amap", "amap_frame", "map_frame", "map_prompts", "Progress", "install_progress"]
 
 
-class Batch(list):
+class Batch(list, Ledger):
     """The results of a batch, in input order, plus its totals."""
 
     prices: Mapping[str, float] | None = None
@@ -35,49 +36,38 @@ class Batch(list):
         return sum((r.usage for r in self), usage.ZERO)
 
     @property
+    def requests(self) -> list:
+        return [record for r in self for record in r.requests]
+
+    @property
+    def tool_calls(self) -> list:
+        return [call for r in self for call in r.tool_calls]
+
+    @property
     def failed(self) -> list[RunResult]:
         return [r for r in self if r.error is not None]
 
-    def cost(self, prices: Mapping[str, float] | None = None) -> float | None:
-        prices = prices or self.prices
-        return usage.cost(self.usage, **prices) if prices else None
-
     def usage_frame(self, prices: Mapping[str, float] | None = None):
         """One row per model request, with an ``item`` column (the input's position)."""
-        from .notebook.frames import usage_frame
-
-        frame = usage_frame([rec for r in self for rec in r.requests], prices or self.prices)
+        frame = super().usage_frame(prices)
         frame.insert(0, "item", [i for i, r in enumerate(self) for _ in r.requests])
         return frame
 
     def tool_frame(self):
-        from .notebook.frames import tool_frame
-
-        frame = tool_frame([c for r in self for c in r.tool_calls])
+        frame = super().tool_frame()
         frame.insert(0, "item", [i for i, r in enumerate(self) for _ in r.tool_calls])
         return frame
 
 
 class Progress:
-    """One progress line: done/failed counts and running cost. A widget bar in a notebook
-    kernel, a text bar on stderr elsewhere."""
+    """One progress line: done/failed counts and running cost, as a text bar on stderr.
+    ``%load_ext bettong_nb`` installs a widget bar for notebooks (:func:`install_progress`)."""
 
     def __init__(self, total: int, *, prices: Mapping[str, float] | None, enabled: bool = True):
         self.total, self.prices, self.enabled = total, prices, enabled
         self.done = self.failed = 0
         self.spent = usage.ZERO
-        self._widget = self._label = None
         self._last = 0.0
-        if enabled and in_kernel():
-            try:
-                import ipywidgets
-                from IPython.display import display
-
-                self._widget = ipywidgets.IntProgress(min=0, max=max(total, 1), description="agent")
-                self._label = ipywidgets.Label()
-                display(ipywidgets.HBox([self._widget, self._label]))
-            except ImportError:
-                self._widget = None
 
     def text(self) -> str:
         parts = [f"{self.done + self.failed}/{self.total} done", f"{self.failed} failed",
@@ -86,19 +76,17 @@ class Progress:
             parts.append(f"cost {usage.cost(self.spent, **self.prices):.4f}")
         return ", ".join(parts)
 
-    def update(self, result: RunResult, *, final: bool = False) -> None:
+    def update(self, result: RunResult | None, *, final: bool = False) -> None:
         if result is not None:
             self.spent += result.usage
             if result.error is not None:
                 self.failed += 1
             else:
                 self.done += 1
-        if not self.enabled:
-            return
-        if self._widget is not None:
-            self._widget.value = self.done + self.failed
-            self._label.value = self.text()
-            return
+        if self.enabled:
+            self.show(final)
+
+    def show(self, final: bool) -> None:
         now = time.monotonic()
         if final or now - self._last > 0.1:
             self._last = now
@@ -108,6 +96,18 @@ class Progress:
                   file=sys.stderr, flush=True)
 
 
+_progress: list[type[Progress]] = [Progress]
+
+
+def install_progress(kind: type[Progress] | None) -> type[Progress]:
+    """Use ``kind`` (a Progress subclass; None: the text bar) for batch progress; returns the
+    previous one. It is made in the caller's thread: a notebook shows a widget only when it is
+    displayed from the thread running the cell."""
+    previous = _progress[0]
+    _progress[0] = kind or Progress
+    return previous
+
+
 def _failed(error: BaseException, prompt: str) -> RunResult:
     reason = "cancelled" if isinstance(error, asyncio.CancelledError) else f"{type(error).__name__}: {error}"
     return RunResult(None, 0, [], [{"role": "user", "content": prompt}], usage.ZERO, False,
@@ -115,13 +115,20 @@ def _failed(error: BaseException, prompt: str) -> RunResult:
 
 
 def _prices(agent: Any, overrides: Mapping[str, Any]) -> Mapping[str, float] | None:
-    return overrides.get("prices") or getattr(agent, "options", {}).get("prices")
+    return overrides.get("prices") or getattr(getattr(agent, "options", None), "prices", None)
 
 
-def progress_for(agent: Any, total: int, enabled: bool, overrides: Mapping[str, Any]) -> Progress:
-    """The batch's progress display, made in the caller's thread: a notebook shows a widget only
-    when it is displayed from the thread running the cell."""
-    return Progress(total, prices=_prices(agent, overrides), enabled=enabled)
+def _bar(agent: Any, total: int, progress: bool | Progress, overrides: Mapping[str, Any]) -> Progress:
+    if isinstance(progress, Progress):
+        return progress
+    return _progress[0](total, prices=_prices(agent, overrides), enabled=progress)
+
+
+def map_prompts(agent: Any, prompts: Iterable[str], *, progress: bool = True, **options: Any) -> Batch:
+    """:func:`amap` from sync code; the progress display is made here, in the caller's thread."""
+    prompts = list(prompts)
+    bar = _bar(agent, len(prompts), progress, options)
+    return run_sync(amap(agent, prompts, progress=bar, **options))
 
 
 async def amap(agent: Any, prompts: Iterable[str], *, concurrency: int = 8, progress: bool | Progress = True,
@@ -135,7 +142,7 @@ async def amap(agent: Any, prompts: Iterable[str], *, concurrency: int = 8, prog
         if token_budget is not None or cost_budget is not None else None
     results: Batch = Batch([None] * len(prompts))
     results.prices = prices
-    bar = progress if isinstance(progress, Progress) else Progress(len(prompts), prices=prices, enabled=progress)
+    bar = _bar(agent, len(prompts), progress, overrides)
     queue = iter(enumerate(prompts))
 
     async def worker() -> None:
@@ -194,7 +201,5 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
     ``prompt`` is a template over the columns, ``"Classify: {text}"``. The batch's usage frame is
     ``result.attrs["usage_frame"]``.
     """
-    from ._sync import run_sync
-
-    bar = progress_for(agent, len(frame), progress, options)
+    bar = _bar(agent, len(frame), progress, options)
     return run_sync(amap_frame(agent, frame, prompt=prompt, output=output, progress=bar, **options))

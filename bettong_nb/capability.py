@@ -44,6 +44,8 @@ __all__ = [
     "schemas",
     "system_text",
     "invoke",
+    "run_tool",
+    "arguments",
     "stringify",
     "ToolOutput",
 ]
@@ -90,7 +92,6 @@ class Tool:
     handler: Callable[..., Any]
     description: str | None = None
     parameters: Mapping[str, Any] | None = None
-    approval: Callable[..., Any] | None = None  # this tool's own approver; see RegisteredTool
 
     def __call__(self, *args, **kwargs):
         return self.handler(*args, **kwargs)
@@ -237,15 +238,13 @@ def tool(fn: Callable | None = None, *, name: str | None = None, description: st
 
 @dataclass(frozen=True)
 class RegisteredTool:
-    """A tool in a registry. ``approval``, when set, is asked about every call on top of the
-    agent's approve_fn, unless that one already asks a person (``asks_a_person = True``)."""
+    """A tool in a registry: its schema, handler, the capability that gave it and its place."""
 
     name: str
     schema: dict
     handler: Callable[..., Any]
     capability: str | None
     order: int
-    approval: Callable[..., Any] | None = None
 
 
 def registry(capabilities: Iterable[Any] | None) -> dict[str, RegisteredTool]:
@@ -270,7 +269,7 @@ def registry(capabilities: Iterable[Any] | None) -> dict[str, RegisteredTool]:
                     f"Two capabilities both provide the tool {name}: "
                     f"{tools[name].capability!r} and {cap_id!r}"
                 )
-            tools[name] = RegisteredTool(name, tool_schema(spec), handler, cap_id, len(tools), _get(spec, "approval"))
+            tools[name] = RegisteredTool(name, tool_schema(spec), handler, cap_id, len(tools))
     return tools
 
 
@@ -290,8 +289,6 @@ def stringify(value: Any) -> str:
     anything else as its str()."""
     if value is None:
         return ""
-    if isinstance(value, ToolOutput):
-        return value.text
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
@@ -304,13 +301,45 @@ def stringify(value: Any) -> str:
     return str(value)
 
 
-async def _call(handler: Callable[..., Any], args: Mapping[str, Any]) -> Any:
-    if not isinstance(args, Mapping):
-        raise TypeError(f"tool arguments must be a JSON object, got {type(args).__name__}")
-    result = handler(**args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+_BAD_JSON = ("ERROR: Tool call arguments were not valid JSON ({why}). Send one JSON object, with strings in "
+             'double quotes and array elements separated by commas, e.g. {{"path": "a.txt", "keys": [":a", ":b"]}}.')
+
+
+def arguments(raw: Any) -> tuple[dict | None, str | None]:
+    """The model's tool arguments as a dict, or the error text the model reads instead.
+
+    ``raw`` is what the provider decoded (a dict) or the text it could not decode; empty means
+    no arguments. The one place arguments are checked, whatever the wire format."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}, None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            return None, _BAD_JSON.format(why=why)
+    if not isinstance(raw, Mapping):
+        return None, f"ERROR: tool arguments must be a JSON object, got {type(raw).__name__}"
+    return dict(raw), None
+
+
+async def run_tool(reg: Mapping[str, RegisteredTool], name: str, args: Mapping[str, Any]) -> ToolOutput:
+    """Run a tool and return what it gave, unredacted; a handler that raises gives
+    ``ERROR: <message>``. A wrapper's refusal (:class:`bettong_nb.approvals.Denied`) propagates."""
+    from .approvals import Denied
+
+    entry = reg.get(name)
+    if entry is None:
+        return ToolOutput(f"ERROR: no capability provides a tool called {name}")
+    try:
+        value = entry.handler(**args)
+        if inspect.isawaitable(value):
+            value = await value
+    except Denied:
+        raise
+    except Exception as exc:  # the model reads the error; the run goes on
+        return ToolOutput(f"ERROR: {exc}" if str(exc) else f"ERROR: {type(exc).__name__}")
+    return value if isinstance(value, ToolOutput) else ToolOutput(stringify(value))
 
 
 async def invoke(
@@ -322,12 +351,10 @@ async def invoke(
     something else; whatever comes back is redacted, because every tool result is uploaded
     to the model provider — including the output of tools you wrote.
     """
-    entry = reg.get(name)
-    if entry is None:
-        text = f"ERROR: no capability provides a tool called {name}"
-    else:
-        try:
-            text = stringify(await _call(entry.handler, args))
-        except Exception as exc:  # the model reads the error; the run goes on
-            text = f"ERROR: {exc}" if str(exc) else f"ERROR: {type(exc).__name__}"
+    from .approvals import Denied, denial_text
+
+    try:
+        text = (await run_tool(reg, name, args)).text
+    except Denied as refused:
+        text = denial_text(name, refused.verdict)
     return secrets.redact(text, extra=extra_secrets)

@@ -7,11 +7,10 @@ agent finished, 1 when it stopped early, 2 with a one-line message when it faile
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Sequence
 
-from . import events, usage
+from .terminal import TextView
 
 __all__ = ["main", "build_parser"]
 
@@ -30,16 +29,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _on_event(event: events.Event) -> None:
-    if isinstance(event, events.ToolCallFinished):
-        args = json.dumps(event.args, ensure_ascii=False)
-        print(f"  · {event.tool} {args} → {event.status} ({event.duration_s * 1000:.0f} ms)", file=sys.stderr)
-    elif isinstance(event, events.TextDelta):
-        print(event.text, end="", flush=True)
-    elif isinstance(event, events.Retry):
-        print(f"  ↻ retry {event.attempt} in {event.delay_s:.1f} s: {event.reason}", file=sys.stderr)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     task = " ".join(args.task).strip()
@@ -47,33 +36,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print('usage: python -m bettong_nb "<task>"', file=sys.stderr)
         return 2
     from . import capabilities as caps
-    from .agent import agent, deepseek
-    from .providers.base import ProviderError
+    from .errors import ServiceError
+    from .providers.offline import offline
+    from .providers.openai import deepseek
 
     capabilities = []
     if args.root or args.writable:
         capabilities.append(caps.filesystem(root=args.root, writable=args.writable))
     if args.shell:
         capabilities.append(caps.shell(root=args.root))
-    options = dict(capabilities=capabilities, max_steps=args.max_steps, on_event=_on_event, stream=args.stream)
+    view = TextView(stream=args.stream, notes=sys.stderr)
+    options = dict(capabilities=capabilities, max_steps=args.max_steps, on_event=view, stream=args.stream)
     try:
         if args.offline:
-            from .providers.offline import OfflineModel
-
-            runner = agent(provider=OfflineModel(), **options)
+            runner = offline(**options)
         else:
-            extra = {k: v for k, v in (("model", args.model), ("base_url", args.base_url)) if v}
-            runner = deepseek(**options, **extra)
+            runner = deepseek(**options, model=args.model, base_url=args.base_url)
         result = runner.run(task)
-    except (ProviderError, TypeError, ValueError, OSError) as exc:
+    except (ServiceError, TypeError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    if args.stream:
-        print()
-    else:
-        print(result.output if result.output is not None else f"(no final answer: {result.reason})")
-    print(f"  {usage.summary(result.usage)}", file=sys.stderr)
+    view.finish(result)
     return 0 if result.done else 1

@@ -99,30 +99,61 @@ class ApprovalDecided(Event):
     kind = "approval-decided"
 
 
+class _CallEvent(Event):
+    """An event about one tool call; ``call`` is the :class:`bettong_nb.ToolCall` record itself,
+    the one the result lists, so it reads the same here as there."""
+
+    call: Any
+
+    @property
+    def call_id(self) -> str:
+        return self.call.id
+
+    @property
+    def step(self) -> int:
+        return self.call.step
+
+    @property
+    def tool(self) -> str:
+        return self.call.tool
+
+    @property
+    def capability(self) -> str | None:
+        return self.call.capability
+
+    @property
+    def args(self) -> Any:
+        return self.call.args
+
+
 @dataclass(frozen=True)
-class ToolCallStarted(Event):
-    call_id: str
-    step: int
-    tool: str
-    capability: str | None
-    args: Any
+class ToolCallStarted(_CallEvent):
+    call: Any
     kind = "tool-call-started"
 
 
 @dataclass(frozen=True)
-class ToolCallFinished(Event):
-    """A tool call ended; ``status`` is ``ok``, ``error`` or ``denied``."""
+class ToolCallFinished(_CallEvent):
+    """A tool call ended; ``call.status`` is ``ok``, ``error`` or ``denied``."""
 
-    call_id: str
-    step: int
-    tool: str
-    capability: str | None
-    args: Any
-    result: str
-    status: str
-    duration_s: float
-    redactions: int
+    call: Any
     kind = "tool-call"
+
+    @property
+    def result(self) -> str:
+        return self.call.result
+
+    @property
+    def status(self) -> str:
+        return self.call.status
+
+    @property
+    def duration_s(self) -> float:
+        return self.call.duration_s
+
+    @property
+    def redactions(self) -> int:
+        return self.call.redactions
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,11 @@ import threading
 from dataclasses import replace
 from typing import Any, Mapping
 
-from . import budget, events, usage
-from . import capability as cap
+from . import approvals, budget, events, usage
 from ._sync import run_sync
-from .agent import Agent, RunResult, system_prompt
+from .agent import Agent, ModelAgent, Toolbox, execute, prepare
+from .options import Options
+from .results import Ledger, RunResult
 
 __all__ = ["Session"]
 
@@ -63,13 +64,13 @@ class _TurnLock:
             self._held = False
 
 
-class Session:
+class Session(Ledger):
     """A conversation on any Agent. One turn at a time; a failed or cancelled turn leaves the
     transcript exactly as it was."""
 
     def __init__(self, agent: Agent, *, token_budget: int | None = None, cost_budget: float | None = None):
         self.agent = agent
-        self.budget = (budget.Budget("session", token_budget, cost_budget, getattr(agent, "options", {}).get("prices"))
+        self.budget = (budget.Budget("session", token_budget, cost_budget, self.options.prices)
                        if token_budget is not None or cost_budget is not None else None)
         self.transcript: list[dict] = []
         self.usage: usage.Usage = usage.ZERO
@@ -85,42 +86,50 @@ class Session:
         return getattr(self.agent, "provider", None)
 
     @property
-    def options(self) -> Mapping[str, Any]:
-        return getattr(self.agent, "options", {})
+    def options(self) -> Options:
+        return getattr(self.agent, "options", None) or Options()
+
+    @property
+    def prices(self):
+        return self.options.prices
 
     @property
     def last(self) -> RunResult | None:
         return self.results[-1] if self.results else None
 
-    def _guard_prefix(self, overrides: Mapping[str, Any]) -> None:
+    def _guard_prefix(self, toolbox: Toolbox, options: Options) -> None:
         """Warn when this turn would change what the provider has cached."""
-        o = {**self.options, **overrides}
-        caps = o.get("capabilities") or ()
-        tools = cap.schemas(cap.registry(caps))
-        listener = o.get("on_event") or (lambda event: None)
+        listener = options.on_event or (lambda event: None)
         if self.transcript:
-            wanted = system_prompt(caps, o.get("system"))
-            if wanted != self.transcript[0]["content"]:
+            if toolbox.system != self.transcript[0]["content"]:
                 listener(events.CacheWarning(
                     "system", "The system prompt this turn would build differs from the session's (capabilities' "
                     "instructions or `system` changed). The session keeps its first system prompt so the cached "
                     "prefix survives; call clear() to start over with the new one."))
-            if self._tools is not None and tools != self._tools:
+            if self._tools is not None and toolbox.tools != self._tools:
                 before = [t["name"] for t in self._tools]
-                after = [t["name"] for t in tools]
+                after = [t["name"] for t in toolbox.tools]
                 if after[:len(before)] == before:
                     what = f"tools appended ({', '.join(after[len(before):])}); the cached prefix ends at the tools"
                 else:
                     what = (f"tools changed from [{', '.join(before)}] to [{', '.join(after)}]")
                 listener(events.CacheWarning("tools", f"{what}: this request pays full price for the whole prompt "
                                                       "instead of the cached rate."))
-        self._tools = tools
+        self._tools = toolbox.tools
+
+    async def _turn(self, prompt: str, overrides: dict[str, Any]) -> RunResult:
+        overrides["messages"] = list(self.transcript)
+        if not isinstance(self.agent, ModelAgent):
+            return await self.agent.arun(prompt, **overrides)
+        provider, options = self.agent.resolve(overrides)
+        toolbox = prepare(options)  # once: the guard and the run read the same toolbox
+        self._guard_prefix(toolbox, options)
+        return await execute(provider, options, prompt, toolbox=toolbox)
 
     async def arun(self, prompt: str, **overrides: Any) -> RunResult:
         async with self._lock:
-            self._guard_prefix(overrides)
-            with budget.sharing(self.budget):
-                result = await self.agent.arun(prompt, **{**overrides, "messages": list(self.transcript)})
+            with budget.sharing(self.budget), approvals.conversation(self):
+                result = await self._turn(prompt, overrides)
             turn = self.turns + 1
             result.requests = [replace(r, turn=turn) for r in result.requests]
             for call in result.tool_calls:
@@ -148,20 +157,17 @@ class Session:
         self.turns, self._tools = 0, None
         return self
 
-    def usage_frame(self, prices: Mapping[str, float] | None = None):
-        from .notebook.frames import usage_frame
+    def close(self) -> None:
+        """Close the agent underneath (its capabilities' servers and connections)."""
+        closer = getattr(self.agent, "close", None)
+        if callable(closer):
+            closer()
 
-        return usage_frame(self.requests, prices or self.options.get("prices"))
+    def __enter__(self) -> "Session":
+        return self
 
-    def tool_frame(self):
-        from .notebook.frames import tool_frame
-
-        return tool_frame(self.tool_calls)
-
-    def _repr_html_(self) -> str:
-        from .notebook.display import session_html
-
-        return session_html(self)
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"Session({self.turns} turns, {len(self.transcript)} messages, {usage.summary(self.usage)})"

@@ -15,7 +15,10 @@ from dataclasses import dataclass, fields
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Mapping
 
-__all__ = ["Usage", "RequestRecord", "from_openai", "summary", "cost", "cache_hit_rate", "ZERO"]
+__all__ = ["Usage", "RequestRecord", "from_openai", "summary", "line", "cost", "cost_parts", "cache_hit_rate",
+           "PRICE_KEYS", "ZERO"]
+
+PRICE_KEYS = ("input", "output", "cache_hit")
 
 
 @dataclass(frozen=True)
@@ -99,16 +102,42 @@ def summary(u: Usage) -> str:
     return " ".join(parts)
 
 
-def cost(u: Usage | None, *, input: float | None = None, output: float | None = None,
-         cache_hit: float | None = None) -> float | None:
-    """Money spent, from per-million-token prices. Cached prompt tokens bill at ``cache_hit``
-    when it is given (0.0 counts as given), else as input. None when ``u`` is None."""
-    if u is None:
-        return None
+def check_prices(prices: Mapping[str, Any]) -> None:
+    unknown = sorted(set(prices) - set(PRICE_KEYS))
+    if unknown:
+        raise TypeError(f"Unknown price key{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
+                        "prices is {'input': ..., 'output': ..., 'cache_hit': ...} per million tokens")
+
+
+def cost_parts(u: Usage, *, input: float | None = None, output: float | None = None,
+               cache_hit: float | None = None) -> dict[str, float]:
+    """What ``u`` cost, split into ``input`` (uncached prompt), ``cache_hit`` and ``output``, from
+    per-million-token prices. Cached prompt tokens bill at ``cache_hit`` when it is given (0.0
+    counts as given), else as input; a price not given costs nothing."""
 
     def per_million(tokens: int, price: float | None) -> float:
         return tokens / 1e6 * price if price is not None else 0.0
 
     cached = min(u.cache_hit_tokens, u.prompt_tokens) if cache_hit is not None else 0
-    return (per_million(u.prompt_tokens - cached, input) + per_million(cached, cache_hit)
-            + per_million(u.completion_tokens, output))
+    return {"input": per_million(u.prompt_tokens - cached, input), "cache_hit": per_million(cached, cache_hit),
+            "output": per_million(u.completion_tokens, output)}
+
+
+def cost(u: Usage | None, **prices: float | None) -> float | None:
+    """Money spent, from per-million-token prices (see :func:`cost_parts`). None when ``u`` is None."""
+    if u is None:
+        return None
+    parts = cost_parts(u, **prices)
+    return parts["input"] + parts["cache_hit"] + parts["output"]
+
+
+def _money(value: float) -> str:
+    return f"{value:.6f}".rstrip("0").rstrip(".") if value else "0"
+
+
+def line(u: Usage, prices: Mapping[str, float] | None = None) -> str:
+    """The usage line every display shows: :func:`summary`, and the cost when prices are known."""
+    text = summary(u)
+    if prices:
+        text += f" · cost {_money(cost(u, **prices) or 0.0)}"
+    return text

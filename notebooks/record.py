@@ -58,7 +58,7 @@ LIVE_VARIABLES = ("BETTONG_LIVE", "DEEPSEEK_API_KEY")
 def calls(*uses: tuple[str, str, dict]):
     """A turn that calls tools, ``(id, name, args)`` each. The ids are fixed, so a request
     recorded twice gets the same answer twice and either follow-up matches."""
-    from bettong_nb.providers.base import Response
+    from bettong_nb.provider import Response
 
     return Response(content=[{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in uses],
                     stop_reason="tool_use", model=MODEL)

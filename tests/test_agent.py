@@ -7,7 +7,8 @@ import pytest
 
 import bettong_nb
 from bettong_nb import Deny, events
-from bettong_nb.agent import BASE_SYSTEM_PROMPT, OPTIONS
+from bettong_nb.agent import BASE_SYSTEM_PROMPT
+from bettong_nb.options import Options
 from bettong_nb.providers.scripted import Scripted
 
 
@@ -189,9 +190,8 @@ def test_ask_in_terminal(monkeypatch, capsys, line, allowed):
 
     monkeypatch.setattr("sys.stdin", io.StringIO(line))
     verdict = bettong_nb.ask_in_terminal(bettong_nb.ApprovalRequest("run_shell", {"command": "ls"}, "shell"))
-    assert (verdict is True) == allowed
-    if not allowed:
-        assert verdict == Deny("denied by the user")
+    # either answer is a person's: a yes lets a tool that needs a person run
+    assert verdict == (bettong_nb.Allow(person=True) if allowed else Deny("denied by the user", person=True))
     assert 'Allow run_shell {"command": "ls"} ? [y/N]' in capsys.readouterr().out
 
 
@@ -247,7 +247,7 @@ def test_provider_options_conflict_with_a_given_provider():
 def test_options_list_matches_the_documented_set():
     for name in ["capabilities", "api_key", "model", "base_url", "max_steps", "system", "approve_fn", "on_event",
                  "temperature", "provider", "messages", "max_tokens", "prices"]:
-        assert name in OPTIONS
+        assert name in Options.names()
 
 
 # --- events -----------------------------------------------------------------------------------

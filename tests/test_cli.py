@@ -22,8 +22,8 @@ def test_offline_demo_uses_real_tools_and_prints_usage():
     assert proc.returncode == 0, proc.stderr
     assert "offline demo model" in proc.stdout
     assert "missions.csv" in proc.stdout and "Mariner 10" in proc.stdout  # read through the filesystem tool
-    assert '· list_dir {"path": "."} → ok' in proc.stderr
-    assert '· read_file {"path": "missions.csv"} → ok' in proc.stderr
+    assert '· list_dir(path=".") → ok' in proc.stderr  # the core's text printer, as in a terminal IPython
+    assert '· read_file(path="missions.csv") → ok' in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].strip().startswith("3 requests")
 
 

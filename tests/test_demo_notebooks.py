@@ -109,7 +109,9 @@ def executed(binder_python, tmp_path_factory) -> dict:
 
 
 def _cell(nb, source_start: str):
-    (cell,) = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(source_start)]
+    """The code cell whose source starts so (after the %load_ext line every notebook opens with)."""
+    (cell,) = [c for c in nb.cells
+               if c.cell_type == "code" and c.source.removeprefix("%load_ext bettong_nb\n").startswith(source_start)]
     return cell
 
 
@@ -174,7 +176,8 @@ def test_data_exploration(executed):
     assert _data(_cell(nb, "files = "), "text/plain") == ["['read_file', 'list_dir']"]  # nothing that writes
 
     found = _cell(nb, "explorer = ")
-    assert "steps=3, tool_calls=4" in _data(found, "text/plain")[0]
+    plain = _data(found, "text/plain")[0]  # the text form %load_ext installs: answer, calls, usage
+    assert plain.count("\n  · ") == 4 and "\n  3 requests" in plain
     transcript = _data(found, "text/html")[0]
     for call in ('list_dir(path=&quot;.&quot;)', *(f'read_file(path=&quot;{n}.csv&quot;)'
                                                   for n in ("planets", "moons", "missions"))):
@@ -203,7 +206,7 @@ def test_teaching_capabilities(executed):
 
     approval = _cell(nb, "%%agent mailer --approve")
     assert not _data(approval, WIDGET)  # headless: no prompt was shown
-    assert _data(approval, "text/plain")[0].endswith("→ denied")
+    assert "→ denied: no one approved it: no widget frontend" in _data(approval, "text/plain")[0]
     assert _stdout(_cell(nb, "emailed = ")).splitlines() == [
         ("denied | no one approved it: no widget frontend is connected to this kernel (a headless run); "
          "the headless policy denies tool calls that need approval"),

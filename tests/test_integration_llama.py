@@ -26,7 +26,7 @@ import pytest
 
 import bettong_nb
 from bettong_nb import events
-from bettong_nb.providers.base import Request, Response
+from bettong_nb.provider import Request, Response
 from bettong_nb.providers.openai import OpenAIProvider, encode_request
 
 pytestmark = pytest.mark.integration

@@ -1,5 +1,5 @@
-"""Batches in a real kernel: agent.map and await agent.amap show one progress widget each;
-map_frame fills a column; a session budget stops a turn."""
+"""Batches in a real kernel: agent.map and await agent.amap show one progress widget each (the
+bar %load_ext installs); map_frame fills a column; a session budget stops a turn."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import nbformat
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
 SETUP = '''
+%load_ext bettong_nb
 import json
 import pandas as pd
 import bettong_nb

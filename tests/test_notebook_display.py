@@ -10,7 +10,7 @@ import pytest
 
 import bettong_nb
 from bettong_nb import events, usage
-from bettong_nb.agent import Deny
+from bettong_nb import Deny, ToolCall
 from bettong_nb.notebook import display
 from bettong_nb.providers.scripted import Scripted
 
@@ -28,6 +28,11 @@ def _agent(model, **options):
                                                             "tools": [bettong_nb.tool(echo)]}], **options)
 
 
+def _block(tool, args, *, status, call_id="", capability=None, result=None, duration_s=None, redactions=0,
+           reason=None):
+    return display.tool_block(ToolCall(tool, capability, args, result, call_id, status, reason, duration_s, redactions))
+
+
 def _summaries(html: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", s) for s in re.findall(r"<summary[^>]*>(.*?)</summary>", html, re.S)]
 
@@ -35,7 +40,7 @@ def _summaries(html: str) -> list[str]:
 # --- tool blocks and the usage line -----------------------------------------------------------
 
 def test_tool_block_escapes_everything_and_reads_as_a_summary():
-    block = display.tool_block("echo", {"text": EVIL}, status="ok", call_id="call 1/x", capability="echoes",
+    block = _block("echo", {"text": EVIL}, status="ok", call_id="call 1/x", capability="echoes",
                                result=EVIL, duration_s=0.0123)
     assert "<script>" not in block and "<img" not in block
     assert "&lt;script&gt;" in block
@@ -54,7 +59,7 @@ def test_tool_block_escapes_everything_and_reads_as_a_summary():
     ("awaiting approval", {}, "→ awaiting approval"),
 ])
 def test_tool_block_statuses(status, extra, shown):
-    block = display.tool_block("t", {"a": 1}, status=status, duration_s=1.5, **extra)
+    block = _block("t", {"a": 1}, status=status, duration_s=1.5, **extra)
     (summary,) = _summaries(block)
     assert shown in summary
     assert ("1.5 s" in summary) == (status in ("ok", "error"))  # a denied or unfinished call has no run time
@@ -63,7 +68,7 @@ def test_tool_block_statuses(status, extra, shown):
 
 
 def test_status_colours_follow_the_theme_and_the_status_never_wraps():
-    block = display.tool_block("t", {"a": 1}, status="error")
+    block = _block("t", {"a": 1}, status="error")
     status = re.search(r'→ <span style="([^"]*)">error</span>', block).group(1)
     # the theme's own colour where there is one (JupyterLab, VS Code), a mid-tone fallback elsewhere
     assert "color:var(--jp-error-color1,var(--vscode-errorForeground,#" in status
@@ -88,7 +93,7 @@ def test_fallback_status_colours_read_on_light_and_dark_backgrounds(status):
 
 
 def test_long_arguments_end_in_an_ellipsis_and_short_durations_are_not_zero():
-    block = display.tool_block("t", {"url": "https://example.com/" + "a" * 500}, status="ok", duration_s=0.0001)
+    block = _block("t", {"url": "https://example.com/" + "a" * 500}, status="ok", duration_s=0.0001)
     call = re.search(r"<code style=\"([^\"]*)\">", block).group(1)
     assert "text-overflow:ellipsis" in call and "white-space:nowrap" in call
     (summary,) = _summaries(block)
@@ -99,18 +104,9 @@ def test_long_arguments_end_in_an_ellipsis_and_short_durations_are_not_zero():
 
 def test_long_results_are_capped_in_the_display_only():
     text = "x" * (display.RESULT_PREVIEW_CHARS + 500)
-    block = display.tool_block("t", {}, status="ok", result=text)
+    block = _block("t", {}, status="ok", result=text)
     assert "500 more characters" in block
     assert block.count("x") < display.RESULT_PREVIEW_CHARS + 100
-
-
-def test_usage_line():
-    u = usage.Usage(requests=3, prompt_tokens=3042, completion_tokens=305, total_tokens=3347, cache_hit_tokens=2688)
-    assert display.usage_line(u) == "3 requests · 3347 tokens (3042 in, 305 out) · 88% cache hit"
-    priced = display.usage_line(u, {"input": 1.0, "output": 2.0, "cache_hit": 0.1})
-    expected = usage.cost(u, input=1.0, output=2.0, cache_hit=0.1)
-    assert priced.endswith(f"· cost {expected:.6f}".rstrip("0"))
-    assert display.usage_line(usage.Usage(requests=1)) == "1 request · 0 tokens (0 in, 0 out)"
 
 
 # --- transcripts ------------------------------------------------------------------------------
@@ -127,7 +123,7 @@ def _mixed_run():
 
 def test_result_html_is_a_static_transcript_with_expandable_tool_calls():
     result = _mixed_run()
-    html = result._repr_html_()
+    html = display.result_html(result)
     assert "<script" not in html and "<img" not in html and "javascript" not in html.lower()
     assert html.count("<details class=\"bettong-tool") == 3
     summaries = [s for s in _summaries(html) if s.startswith("echo(")]
@@ -143,7 +139,7 @@ def test_transcript_answers_render_markdown_without_images_or_raw_html():
     answer = ("- **a**\n- see ![x](https://evil.example/?leak=1) <img src=y onerror=z> [l](javascript:alert(1))"
               "\n\n```\nif a<b: pass\n```")
     result = _agent(Scripted([answer])).run("go")
-    html = result._repr_html_()
+    html = display.result_html(result)
     assert "<li><strong>a</strong></li>" in html
     assert "<img" not in html and "javascript" not in html.lower()
     assert '!<a href="https://evil.example/?leak=1">x</a>' in html  # a link nobody fetches until clicked
@@ -152,29 +148,19 @@ def test_transcript_answers_render_markdown_without_images_or_raw_html():
 
 def test_result_html_says_when_a_run_stopped_early():
     result = _agent(Scripted([[("echo", {"text": "a"})]] * 3)).run("loop", max_steps=2)
-    assert "stopped early: hit max_steps (2)" in result._repr_html_()
+    assert "stopped early: hit max_steps (2)" in display.result_html(result)
 
 
 def test_session_html_shows_every_turn_and_the_totals():
     chat = _agent(Scripted([[("echo", {"text": "one"})], "first answer", "second answer"])).session()
-    assert "(no turns yet)" in chat._repr_html_()
+    assert "(no turns yet)" in display.session_html(chat)
     chat.run("turn one")
     chat.run("turn two")
-    html = chat._repr_html_()
+    html = display.session_html(chat)
     assert "Session · 2 turns" in html
     assert "You · turn 1" in html and "You · turn 2" in html
     assert html.index("first answer") < html.index("second answer")
     assert "3 requests" in html and "bettong-call-call_0_0" in html
-
-
-def test_result_text_reads_well_in_a_terminal():
-    text = display.result_text(_mixed_run())
-    lines = text.splitlines()
-    assert lines[0] == "All **done**"
-    assert lines[1].startswith("  · echo(text=") and "→ ok" in lines[1]
-    assert "→ error: boom happened (" in lines[2]  # why it failed, on the same line
-    assert lines[3].endswith("→ denied: not that one")  # no run time: a denied call never ran
-    assert lines[-1].startswith("  2 requests")
 
 
 # --- the live view ----------------------------------------------------------------------------
@@ -227,7 +213,7 @@ def test_live_view_streams_then_shows_markdown_tools_and_usage():
     assert answer.bundles[-1] == {"text/markdown": "The answer is **42**.", "text/plain": "The answer is **42**."}
     streamed = [b.get("text/plain") for b in answer.bundles if "text/html" in b and b["text/plain"]]
     assert streamed and all("The answer is **42**.".startswith(s) or s == "Checking." for s in streamed)
-    assert footer.bundles[-1]["text/plain"] == "2 requests · 14 tokens (10 in, 4 out) · 0% cache hit · cost 0.000014"
+    assert footer.bundles[-1]["text/plain"] == "2 requests 14 tokens (10 in, 4 out) · cost 0.000014"
 
 
 def test_live_view_shows_a_running_tool_and_an_approval_wait():
@@ -285,32 +271,6 @@ def test_live_view_notes_retries_warnings_and_failures():
     assert recorder.handles[2].bundles[-1]["text/plain"] == "✘ ProviderError: down"
     view(events.TextDelta("late"))  # a closed view ignores stragglers
     assert recorder.handles[1].bundles[-1]["text/plain"] == ""
-
-
-def test_text_view_prints_the_stream_tool_lines_and_usage():
-    out = io.StringIO()
-    view = display.TextView(stream=True, file=out)
-    result = _agent(Scripted([{"text": "Looking.", "tool_calls": [("echo", {"text": "a"})]}, "Done."]),
-                    on_event=view, stream=True).run("go")
-    view.finish(result)
-    lines = out.getvalue().splitlines()
-    assert lines[0] == "Looking."
-    assert lines[1].startswith("  · echo(text=\"a\") → ok (")
-    assert lines[2] == "Done."
-    assert lines[3].startswith("  2 requests")
-
-
-def test_text_view_says_why_a_call_failed_or_was_denied():
-    out = io.StringIO()
-    view = display.TextView(stream=False, file=out)
-    deny = lambda r: Deny("not that one") if r.args.get("text") == "no" else True  # noqa: E731
-    result = _agent(Scripted([[("echo", {"text": "boom"}), ("echo", {"text": "no"})], "Done."]),
-                    on_event=view, approve_fn=deny).run("go")
-    view.finish(result)
-    lines = out.getvalue().splitlines()
-    assert lines[0].startswith('  · echo(text="boom") → error: boom happened (')
-    assert lines[1] == '  · echo(text="no") → denied: not that one'
-    assert lines[2] == "Done." and lines[3].startswith("  2 requests")
 
 
 def test_answers_render_without_remote_images_or_raw_html():

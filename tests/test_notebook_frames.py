@@ -7,8 +7,8 @@ import pytest
 
 import bettong_nb
 from bettong_nb import usage
-from bettong_nb.agent import Deny, ToolCall
-from bettong_nb.notebook import frames
+from bettong_nb import Deny, ToolCall
+from bettong_nb import frames
 from bettong_nb.providers.scripted import Scripted
 
 PRICES = {"input": 0.27, "output": 1.10, "cache_hit": 0.07}

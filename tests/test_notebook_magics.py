@@ -18,6 +18,7 @@ from IPython.utils.capture import capture_output
 
 import bettong_nb
 from bettong_nb import events
+from bettong_nb.approvals import conversation
 from bettong_nb.notebook import approvals, magics
 from bettong_nb.providers.offline import OFFLINE_NOTICE, OfflineModel
 from bettong_nb.providers.scripted import Scripted
@@ -112,7 +113,7 @@ def test_default_session_is_deepseek_when_the_key_is_set(ip, monkeypatch):
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-not-used")
     name, session, notes = _magics(ip)._target(None)
     assert name == magics.DEFAULT and notes == []
-    assert session.agent.provider.model == "deepseek-v4-flash" and "model" not in session.agent.options
+    assert session.agent.provider.model == "deepseek-v4-flash" and session.agent.options.model is None
     assert type(session.agent.provider).__name__ == "OpenAIProvider"
 
 
@@ -124,7 +125,7 @@ def test_changing_the_configuration_swaps_the_model_and_keeps_the_conversation(i
     out = _ok(ip, "%%agent\nSecond").stdout
     assert "The default session now uses offline (offline-two); the conversation continues." in out
     assert ip.user_ns["_agent_session"] is session and session.turns == 2
-    assert session.agent.options["model"] == "offline-two"
+    assert session.agent.options.model == "offline-two"
 
 
 # --- targets and options -------------------------------------------------------------------------
@@ -207,7 +208,7 @@ def test_line_commands(ip):
     tools = ip.run_line_magic("agent", "tools bot")
     assert tools["tool"].tolist() == ["note"] and tools["status"].tolist() == ["ok"]
     transcript = ip.run_line_magic("agent", "transcript bot")
-    assert "bettong-call-call_0_0" in transcript._repr_html_()
+    assert "bettong-call-call_0_0" in ip.display_formatter.format(transcript)[0]["text/html"]  # installed by %load_ext
     out = _ok(ip, "%agent reset bot").stdout
     assert "Reset bot: 1 turn forgotten." in out and transcript.turns == 0
     assert "Nothing to reset" in _ok(ip, "%agent reset").stdout
@@ -407,9 +408,11 @@ def _approve_run(monkeypatch, actions, *, frontend=True, approver=None, turns=No
             if action is not None:
                 loop.call_later(0.01, action, prompt_)
 
-        approvals.approval_surface.set(show)
-        approvals.approval_scope.set(scope)
-        return await agent.arun(prompt)
+        approver.show = show
+        if scope is None:
+            return await agent.arun(prompt)
+        with conversation(scope):  # what a Session does around its turns
+            return await agent.arun(prompt)
 
     result = asyncio.run(main())
     return result, model, seen, shown
@@ -449,11 +452,14 @@ def test_allow_always_covers_this_tool_for_the_rest_of_the_session(monkeypatch):
     approver = approvals.ButtonApprover(timeout=5)
     _, _, seen, shown = _approve_run(monkeypatch, [lambda p: _click(p, "always")], approver=approver, turns=turns)
     assert seen == ["a", "b", "c"] and len(shown) == 1
-    assert approver.allowed_always("note") and not approver.allowed_always("other")
+    # without a session the run is the conversation: the next run asks again
+    _, _, seen, shown = _approve_run(monkeypatch, [lambda p: _click(p, "deny")], approver=approver,
+                                     turns=[[("note", {"text": "d"})], "done"])
+    assert seen == [] and len(shown) == 1
 
 
 def test_allow_always_is_remembered_per_session_across_cells(monkeypatch):
-    class Session:  # what %%agent sets as the scope: the session the cell runs
+    class Session:  # a Session puts itself around its turns as the conversation
         pass
 
     chat, other = Session(), Session()

@@ -16,7 +16,7 @@ import pytest
 
 import bettong_nb
 from bettong_nb import ProviderError, events
-from bettong_nb.providers.base import Request
+from bettong_nb.provider import Request
 from servers import LoopbackServer, Reply
 from wire_servers import KEY, WIRES, RawServer, Wire
 

@@ -60,7 +60,7 @@ LOOP = asyncio.new_event_loop()
 @pytest.fixture(scope="module", autouse=True)
 def _close_loop():
     yield
-    from bettong_nb.providers._http import close_clients
+    from bettong_nb.http import close_clients
 
     LOOP.run_until_complete(close_clients())
     LOOP.close()

@@ -21,8 +21,8 @@ import httpx
 import pytest
 import trustme
 
-from bettong_nb.providers import _http
-from bettong_nb.providers._asyncio_transport import AsyncioBackend, AsyncioStream, AsyncioTransport
+from bettong_nb import http as _http
+from bettong_nb._asyncio_transport import AsyncioBackend, AsyncioStream, AsyncioTransport
 
 # --- a raw loopback server -------------------------------------------------------------------
 

@@ -64,3 +64,12 @@ def test_what_the_cache_is_worth():
     hit = cost(Usage(1, 17579, 1716, 0, 15744), **prices)
     miss = cost(Usage(1, 17579, 1716, 0, 0), **prices)
     assert hit < miss and 0.6 < 1 - hit / miss < 0.7
+
+
+def test_the_usage_line_is_the_summary_and_the_cost():
+    u = usage.Usage(requests=3, prompt_tokens=3042, completion_tokens=305, total_tokens=3347, cache_hit_tokens=2688)
+    assert usage.line(u) == summary(u) == "3 requests 3347 tokens (3042 in, 305 out) [2688 cached, 88% of input]"
+    priced = usage.line(u, {"input": 1.0, "output": 2.0, "cache_hit": 0.1})
+    expected = cost(u, input=1.0, output=2.0, cache_hit=0.1)
+    assert priced == f"{summary(u)} · cost {expected:.6f}".rstrip("0")
+    assert usage.line(usage.Usage(requests=1)) == "1 request 0 tokens (0 in, 0 out)"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlsplit
 
-from .search import RESULTS_TAIL, SearchCapability, SearchError, Source, fetch, search, seconds, status_error
+from .search import RESULTS_TAIL, SearchCapability, SearchError, Source, SourceTransport, search, seconds
 
 __all__ = ["duckduckgo", "parse_duckduckgo", "unwrap_duckduckgo_url"]
 
@@ -147,13 +147,13 @@ def duckduckgo(*, max_results: int = 5, snippet_length: int = 300, timeout: floa
     endpoint = (base_url or BASE_URL).rstrip("/") + "/html/"
 
     async def backend(*, query: str, max_results: int) -> list[dict]:
-        response = await fetch(SOURCE, "GET", endpoint, params={"q": query}, headers=HEADERS,
-                               timeout=timeout, check=False)
+        transport = SourceTransport(SOURCE, timeout=timeout)
+        response = await transport.request("GET", endpoint, params={"q": query}, headers=HEADERS, check=False)
         status, page = response.status_code, response.text
         if not 200 <= status < 300:
             if _read(page).challenge:
                 raise SearchError(CHALLENGE, source=SOURCE.name, status=status)
-            raise status_error(SOURCE, status, page)
+            raise transport.status_error(status, page)
         return parse_duckduckgo(page, status=status)[:max_results]  # the page has what it has
 
     return search(id="duckduckgo", tool_name="duckduckgo_search", backend=backend,

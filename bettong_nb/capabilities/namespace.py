@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from .._kernel import ipython_shell
 from ..capability import Tool
 
 __all__ = ["namespace", "Namespace", "user_namespace"]
@@ -26,12 +27,9 @@ _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
 
 def user_namespace() -> dict:
     """The running IPython shell's user namespace (where ``%%agent`` cells run)."""
-    if "IPython" in sys.modules:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-        if shell is not None:
-            return shell.user_ns
+    shell = ipython_shell()
+    if shell is not None:
+        return shell.user_ns
     raise RuntimeError("no IPython shell is running: pass the namespace dict to look into, "
                        "e.g. capabilities.namespace(globals())")
 

@@ -4,9 +4,9 @@
     caps.python({"x": 1}, timeout=10)        # any dict
 
 **This runs arbitrary code with your rights**: it can read and change your variables, files and
-anything else you can. By default every call needs a person's approval — the notebook's buttons,
-or y/N in a terminal — whatever the agent's approve_fn says (unless that approve_fn itself asks a
-person); where nobody can be asked (nbclient, CI) the call is denied. ``require_approval=False``
+anything else you can. By default every call needs a person's own decision — the notebook's
+buttons, or y/N in a terminal — whatever the agent's approve_fn says (an approve_fn's yes counts
+only when a person gave it); where nobody can be asked (nbclient, CI) the call is denied. ``require_approval=False``
 opts out; do that only for code you would run unread.
 
 The tool run_python(code) captures stdout, stderr, the value of a final expression and any
@@ -25,6 +25,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, MutableMapping
 
+from ..approvals import requires_person
 from ..capability import Tool
 from .namespace import user_namespace
 
@@ -78,15 +79,13 @@ class Python:
     tools: list = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
-        from ..agent import ask_a_person
-
-        self.tools = [Tool(
+        run_python = Tool(
             "run_python", self.run_python,
             "Run Python code in the user's session and see stdout, stderr, the value of the last "
             "expression and any exception. Each call is shown to the user for approval first.",
             {"code": {"type": "string", "description": "Python source; the last line's value is returned.",
-                      "required": True}},
-            approval=ask_a_person if self.require_approval else None)]
+                      "required": True}})
+        self.tools = [requires_person(run_python) if self.require_approval else run_python]
 
     @property
     def instructions(self) -> str:

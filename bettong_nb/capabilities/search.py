@@ -29,6 +29,8 @@ from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..capability import Tool
+from ..errors import ServiceError
+from ..http import Transport
 
 if TYPE_CHECKING:
     import httpx
@@ -41,13 +43,15 @@ RESULTS_TAIL = "Returns the top results as title, URL and snippet; snippets are 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what every provider accepts as a function name
 
 
-class SearchError(RuntimeError):
+class SearchError(ServiceError):
     """A search source failed; the message is written for the model, naming the source."""
 
-    def __init__(self, message: str, *, source: str, status: int | None = None):
-        super().__init__(message)
-        self.source = source
-        self.status = status
+    def __init__(self, message: str, *, source: str | None = None, service: str | None = None, **details: Any):
+        super().__init__(message, service=source or service or "search", **details)
+
+    @property
+    def source(self) -> str:
+        return self.service
 
 
 @dataclass
@@ -265,10 +269,6 @@ def check_cap(source: Source, max_results: int, cap: int) -> None:
                          f"so max_results={max_results} is too many; use {cap} or fewer")
 
 
-def _scrub(text: str, secret: str | None) -> str:
-    return text.replace(secret, "[redacted]") if secret else text
-
-
 def _excerpt(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit].rstrip() + "..."
@@ -299,63 +299,62 @@ def _detail(body: str) -> str:
 _KEY_TROUBLE = re.compile(r"api[ _-]?key|subscription[ _-]?token|unauthori[sz]ed|authenticat|credential", re.I)
 
 
-def status_error(source: Source, status: int, body: str, *, secret: str | None = None) -> SearchError:
-    """A non-2xx answer as a message the model can act on, naming the source, never the key."""
-    detail = _scrub(_detail(body), secret)
-    said = f". {source.name} said: {detail}" if detail else ""
-    key_trouble = bool(_KEY_TROUBLE.search(body))
-    if source.env and (status == 401 or (status in (400, 403, 422) and key_trouble) or (status == 403 and not detail)):
-        message = f"{source.name} search rejected the API key (HTTP {status}) — check {source.env}{said}"
-    elif status == 429:
-        message = f"{source.name} search is rate limited (HTTP 429); try again later or use another source"
-    elif status >= 500:
-        message = (f"{source.name} search failed (HTTP {status}): {detail or 'server error'}; "
-                   "the service is having trouble, so try again later or use another source")
-    else:
-        message = f"{source.name} search failed (HTTP {status})" + (f": {detail}" if detail else "")
-    return SearchError(message, source=source.name, status=status)
+class SourceTransport(Transport):
+    """A search source's HTTP: one attempt (the model can search again or elsewhere), the whole
+    answer within ``timeout`` (a server trickling it byte by byte included), and errors worded
+    for the model, naming the source, never the key."""
+
+    def __init__(self, source: Source, *, timeout: float, secret: str | None = None):
+        super().__init__(source.name, max_retries=0, secret=lambda: secret, error=SearchError, deadline=timeout,
+                         timeout={"connect": timeout, "read": timeout, "write": timeout, "pool": timeout})
+        self.source = source
+        self.seconds = timeout
+
+    def status_message(self, status: int, body: str) -> str:
+        name, detail = self.source.name, _detail(body)
+        said = f". {name} said: {detail}" if detail else ""
+        key_trouble = bool(_KEY_TROUBLE.search(body))
+        if self.source.env and (status == 401 or (status in (400, 403, 422) and key_trouble)
+                                or (status == 403 and not detail)):
+            return f"{name} search rejected the API key (HTTP {status}) — check {self.source.env}{said}"
+        if status == 429:
+            return f"{name} search is rate limited (HTTP 429); try again later or use another source"
+        if status >= 500:
+            return (f"{name} search failed (HTTP {status}): {detail or 'server error'}; "
+                    "the service is having trouble, so try again later or use another source")
+        return f"{name} search failed (HTTP {status})" + (f": {detail}" if detail else "")
+
+    def connection_message(self, url: str, exc: Exception) -> str:
+        import httpx
+
+        if isinstance(exc, (TimeoutError, httpx.TimeoutException)):
+            return f"{self.source.name} search timed out after {self.seconds:g} s; try again or use another source"
+        reason = f"{type(exc).__name__}: {exc}".rstrip(": ")
+        return f"{self.source.name} search could not be reached ({reason}); try again later or use another source"
+
+    def not_json_message(self, status: int, body: str) -> str:
+        return (f"{self.source.name} search answered with something that is not JSON: "
+                f"{_excerpt(strip_tags(body) or '(empty body)')}")
+
+    def status_error(self, status: int, body: str) -> SearchError:
+        """The error for a non-2xx answer read by the caller (``check=False``)."""
+        return self.fail(self.status_message(status, self._redacted(body)), status=status)
 
 
 async def fetch(source: Source, method: str, url: str, *, timeout: float, params: Mapping[str, Any] | None = None,
                 json_body: Any = None, headers: Mapping[str, str] | None = None, secret: str | None = None,
                 check: bool = True) -> "httpx.Response":
-    """One request, no retries (the model can search again or elsewhere), bounded by ``timeout``.
-
-    With ``check`` a non-2xx answer raises :func:`status_error`; network failures and timeouts
-    raise :class:`SearchError` too, so every failure reads as one sentence naming the source.
-    """
-    import httpx
-
-    from ..providers._http import borrow, timeout_config
-
-    try:
-        # the overall deadline also covers a server that trickles its answer byte by byte
-        async with asyncio.timeout(timeout):
-            with borrow() as client:
-                response = await client.request(
-                    method, url, params=params, json=json_body, headers=headers,
-                    timeout=timeout_config({"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}))
-    except (TimeoutError, httpx.TimeoutException):
-        raise SearchError(f"{source.name} search timed out after {timeout:g} s; try again or use another source",
-                          source=source.name) from None
-    except httpx.HTTPError as exc:
-        reason = _scrub(f"{type(exc).__name__}: {exc}".rstrip(": "), secret)
-        raise SearchError(f"{source.name} search could not be reached ({reason}); try again later or use "
-                          "another source", source=source.name) from None
-    if check and not 200 <= response.status_code < 300:
-        raise status_error(source, response.status_code, response.text, secret=secret)
-    return response
+    """One request to ``url``; with ``check`` a non-2xx answer raises :class:`SearchError`, and so
+    do network failures and timeouts, so every failure reads as one sentence naming the source."""
+    return await SourceTransport(source, timeout=timeout, secret=secret).request(
+        method, url, params=params, payload=json_body, headers=headers, check=check)
 
 
-async def fetch_json(source: Source, method: str, url: str, **kwargs: Any) -> Any:
+async def fetch_json(source: Source, method: str, url: str, *, timeout: float, secret: str | None = None,
+                     **kwargs: Any) -> Any:
     """:func:`fetch`, then the body as JSON; a body that is not JSON is an error naming the source."""
-    response = await fetch(source, method, url, **kwargs)
-    try:
-        return response.json()
-    except ValueError:
-        raise SearchError(f"{source.name} search answered with something that is not JSON: "
-                          f"{_excerpt(strip_tags(response.text) or '(empty body)')}", source=source.name,
-                          status=response.status_code) from None
+    return await SourceTransport(source, timeout=timeout, secret=secret).json(
+        method, url, payload=kwargs.pop("json_body", None), **kwargs)
 
 
 def results_from(items: Any, *, title: str = "title", url: str = "url", snippet: str = "snippet") -> list[dict]:

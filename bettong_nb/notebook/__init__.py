@@ -1,5 +1,6 @@
 """The notebook face of bettong_nb: the ``%%agent`` magic, live displays, approval buttons and
-usage DataFrames. The core never imports this package at import time.
+a progress bar for batches. The core never imports this package; ``%load_ext bettong_nb``
+installs what it needs into the core (display formatters, the person who approves, the bar).
 
     %load_ext bettong_nb
     from bettong_nb.notebook import ask_with_buttons   # approve_fn with Allow / Deny buttons
@@ -12,14 +13,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["ask_with_buttons", "ButtonApprover", "frontend_connected", "usage_frame", "tool_frame",
-           "result_html", "session_html", "AgentMagics", "interpolate"]
+__all__ = ["ask_with_buttons", "ButtonApprover", "frontend_connected", "result_html", "session_html", "AgentMagics",
+           "interpolate", "WidgetProgress"]
 
 _HOMES = {
     "ask_with_buttons": "approvals", "ButtonApprover": "approvals", "frontend_connected": "approvals",
-    "usage_frame": "frames", "tool_frame": "frames",
     "result_html": "display", "session_html": "display",
-    "AgentMagics": "magics", "interpolate": "magics",
+    "AgentMagics": "magics", "interpolate": "magics", "WidgetProgress": "progress",
 }
 
 

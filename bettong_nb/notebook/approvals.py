@@ -6,9 +6,11 @@
     strict = ButtonApprover(timeout=60, headless="deny")   # your own timeout and policy
 
 Each call gets a prompt: the tool, its arguments and capability, buttons Allow, Allow always
-(this tool, this session), Deny and Stop, and a "reason (optional)" box whose text goes to
+(this tool, this conversation), Deny and Stop, and a "reason (optional)" box whose text goes to
 the model when you deny. Stop (or a kernel interrupt while a prompt waits) denies the call
-and every later one in the same run, so the model answers with what it has.
+and every later one in the same run, so the model answers with what it has. A click is a
+person's decision (``Allow(person=True)``); the headless policy's and a timeout's are not, so
+they never let a tool that needs a person (run_python) run.
 
 With no widget frontend (nbclient, papermill, a closed tab) or no decision within ``timeout``
 seconds the headless policy decides (default: deny, with the reason told to the model). The
@@ -19,7 +21,6 @@ or the agent to run as a task; a blocking cell cannot receive the click.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import html
 import json
 import signal
@@ -28,38 +29,21 @@ import time
 import weakref
 from typing import Any, Callable
 
-from ..agent import ApprovalRequest, Deny
+from .._kernel import jupyter_kernel
+from ..approvals import Allow, ApprovalRequest, Deny, Verdict
 from .display import _ERROR, _OK, css_id
 
-__all__ = ["ButtonApprover", "ask_with_buttons", "frontend_connected", "HEADLESS_POLICIES", "STOP_REASON",
-           "approval_scope", "approval_surface"]
+__all__ = ["ButtonApprover", "ask_with_buttons", "frontend_connected", "HEADLESS_POLICIES", "STOP_REASON"]
 
 HEADLESS_POLICIES = ("deny", "allow")
 STOP_REASON = "the user stopped the run; do not call more tools, answer with what you have"
 INTERRUPT_REASON = "the user interrupted the run; do not call more tools, answer with what you have"
 
-# What "this session" means for "Allow always": %%agent sets the session it runs; elsewhere the
-# approver itself is the scope.
-approval_scope: contextvars.ContextVar[Any] = contextvars.ContextVar("bettong_approval_scope", default=None)
-# Where a prompt is shown: display() by default; %%agent sets a slot reserved in its own cell,
-# because a display() from a background task would land in whichever cell runs then.
-approval_surface: contextvars.ContextVar[Callable[[Any], None] | None] = contextvars.ContextVar(
-    "bettong_approval_surface", default=None)
-
+# "Allow always": the tools allowed for the rest of a conversation (a Session, else one run).
 _always: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
-_stopped: "weakref.WeakKeyDictionary[asyncio.Task, str]" = weakref.WeakKeyDictionary()
 _frontend: bool | None = None
 _probed_at = 0.0
 NO_FRONTEND_RECHECK_S = 60.0  # a tab opened later is found again; a live one is kept for good
-
-
-def _kernel() -> Any:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    shell = get_ipython()
-    return getattr(shell, "kernel", None) if shell is not None else None
 
 
 async def frontend_connected(*, timeout: float = 2.0, refresh: bool = False) -> bool:
@@ -70,7 +54,7 @@ async def frontend_connected(*, timeout: float = 2.0, refresh: bool = False) -> 
     fresh = _frontend or time.monotonic() - _probed_at < NO_FRONTEND_RECHECK_S
     if _frontend is not None and fresh and not refresh:
         return _frontend
-    if _kernel() is None:
+    if jupyter_kernel() is None:
         return False  # a terminal or a plain InteractiveShell: no comms at all
     import ipywidgets as widgets
 
@@ -151,11 +135,12 @@ class _Prompt:
                                    tooltip="deny this and every later tool call in this run")
         self.reason = widgets.Text(placeholder="reason (optional)", layout=widgets.Layout(width="24em"))
         self.status = widgets.HTML("")
-        self.allow.on_click(lambda _: self.decide(True, "allowed"))
+        self.allow.on_click(lambda _: self.decide(Allow(person=True), "allowed"))
         self.always.on_click(lambda _: self.decide("always", f"allowed; {request.tool} is allowed from now on "
                                                              "in this session"))
         self.deny.on_click(lambda _: self._denied())
-        self.stop.on_click(lambda _: self.decide("stop", "stopped: this and later tool calls are denied"))
+        self.stop.on_click(lambda _: self.decide(Deny(STOP_REASON, stop=True, person=True),
+                                                 "stopped: this and later tool calls are denied"))
         self.widget = widgets.VBox([header, widgets.HBox([self.allow, self.always, self.deny, self.stop]),
                                     self.reason, self.status])
         self.widget.add_class("bettong-approval")
@@ -163,7 +148,7 @@ class _Prompt:
 
     def _denied(self) -> None:
         reason = self.reason.value.strip() or "denied by the user"
-        self.decide(Deny(reason), f"denied: {reason}")
+        self.decide(Deny(reason, person=True), f"denied: {reason}")
 
     def decide(self, verdict: Any, shown: str) -> None:
         """Record a verdict (first one wins), lock the buttons and show what was decided."""
@@ -171,7 +156,7 @@ class _Prompt:
             return
         for control in (self.allow, self.always, self.deny, self.stop, self.reason):
             control.disabled = True
-        colour = _OK if verdict is True or verdict == "always" else _ERROR  # the theme's own colours
+        colour = _OK if verdict == "always" or verdict else _ERROR  # the theme's own colours
         self.status.value = f"<span style='color:{colour};font-weight:600'>{html.escape(shown)}</span>"
         # Clicks may arrive on a comm thread; the future belongs to the loop running the agent.
         self.loop.call_soon_threadsafe(lambda: self.future.done() or self.future.set_result(verdict))
@@ -183,11 +168,12 @@ class ButtonApprover:
     ``timeout``: seconds to wait for a click before the headless policy decides.
     ``headless``: "deny" (default) or "allow", used when nobody can or does answer.
     ``probe_timeout``: seconds to wait for the frontend round trip (once per kernel).
+    ``show``: where a prompt is shown (``%%agent`` passes a place in its own cell); display()
+    by default.
     """
 
-    asks_a_person = True  # a tool that wants a person's approval (run_python) takes this one's answer
-
-    def __init__(self, *, timeout: float = 300.0, headless: str = "deny", probe_timeout: float = 2.0):
+    def __init__(self, *, timeout: float = 300.0, headless: str = "deny", probe_timeout: float = 2.0,
+                 show: Callable[[Any], None] | None = None):
         if headless not in HEADLESS_POLICIES:
             raise ValueError(f"headless must be one of {', '.join(HEADLESS_POLICIES)}; got {headless!r}")
         if not timeout or timeout <= 0:
@@ -195,24 +181,19 @@ class ButtonApprover:
         self.timeout = timeout
         self.headless = headless
         self.probe_timeout = probe_timeout
+        self.show = show
         self.prompts: list[_Prompt] = []  # every prompt shown, newest last
 
-    def _headless(self, why: str) -> bool | Deny:
+    def _headless(self, why: str) -> Verdict:
         if self.headless == "allow":
-            return True
+            return Allow()
         return Deny(f"no one approved it: {why}; the headless policy denies tool calls that need approval")
 
-    def allowed_always(self, tool: str) -> bool:
-        return tool in _always.get(approval_scope.get() or self, ())
-
-    async def __call__(self, request: ApprovalRequest) -> bool | Deny:
-        scope = approval_scope.get() or self
-        task = asyncio.current_task()
-        if task is not None and task in _stopped:
-            return Deny(_stopped[task])
+    async def __call__(self, request: ApprovalRequest) -> Verdict:
+        scope = request.scope if request.scope is not None else self
         if request.tool in _always.get(scope, ()):
-            return True
-        if threading.current_thread() is not threading.main_thread() and _kernel() is not None:
+            return Allow(person=True)  # a person said so, for this conversation
+        if threading.current_thread() is not threading.main_thread() and jupyter_kernel() is not None:
             # agent.run() in a cell: the kernel is blocked until it returns, so no click can arrive.
             return self._headless("the agent runs in a blocking call, so no click can reach it "
                                   "(use %%agent or await agent.arun(...))")
@@ -222,14 +203,15 @@ class ButtonApprover:
         future: asyncio.Future = loop.create_future()
         prompt = _Prompt(request, loop, future)
         self.prompts.append(prompt)
-        show = approval_surface.get()
+        show = self.show
         if show is None:
             from IPython.display import display
 
             show = display
 
         def interrupted() -> None:
-            prompt.decide("interrupt", "interrupted: this and later tool calls are denied")
+            prompt.decide(Deny(INTERRUPT_REASON, stop=True, person=True),
+                          "interrupted: this and later tool calls are denied")
 
         watching = _interrupts.add(interrupted)  # before the prompt is on screen, so no interrupt slips by
         try:
@@ -237,7 +219,7 @@ class ButtonApprover:
             verdict = await asyncio.wait_for(asyncio.shield(future), self.timeout)
         except (asyncio.TimeoutError, TimeoutError):
             verdict = self._headless(f"no decision within {self.timeout:g} s")
-            shown = "allowed" if verdict is True else "denied"
+            shown = "allowed" if verdict else "denied"
             prompt.decide(verdict, f"{shown} by the headless policy: no decision within {self.timeout:g} s")
         except asyncio.CancelledError:
             prompt.decide(Deny("cancelled"), "cancelled")
@@ -247,12 +229,7 @@ class ButtonApprover:
                 _interrupts.discard(interrupted)
         if verdict == "always":
             _always.setdefault(scope, set()).add(request.tool)
-            return True
-        if verdict in ("stop", "interrupt"):
-            reason = STOP_REASON if verdict == "stop" else INTERRUPT_REASON
-            if task is not None:
-                _stopped[task] = reason
-            return Deny(reason, stop=True)
+            return Allow(person=True)
         return verdict
 
 

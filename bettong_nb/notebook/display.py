@@ -2,7 +2,8 @@
 
     result            # in a cell: the HTML transcript, tool calls as expandable blocks
     session           # every turn of the conversation, and the usage of all of them
-    print(result_text(result))   # the same for a terminal
+
+(The text forms, for terminals, are in :mod:`bettong_nb.terminal`.)
 
 The HTML is plain markup with inline styles and ``<details>`` blocks, so it reads the same in
 JupyterLab, Notebook 7, VS Code and static viewers; nothing needs JavaScript.
@@ -13,23 +14,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import html
-import json
 import re
-import sys
 import time
 from typing import Any, Callable, Mapping
 
-from .. import events
-from ..usage import Usage
+from .. import events, usage
+from ..results import ToolCall
+from ..terminal import RAN, args_preview, call_line, duration_text, json_text
 
-__all__ = [
-    "result_html", "session_html", "result_text", "tool_block", "usage_line", "css_id", "LiveView", "TextView",
-    "PromptSlot",
-    "RESULT_PREVIEW_CHARS",
-]
+__all__ = ["result_html", "session_html", "tool_block", "css_id", "LiveView", "PromptSlot", "RESULT_PREVIEW_CHARS"]
 
 RESULT_PREVIEW_CHARS = 20_000  # a tool result longer than this is cut in the display (never in the data)
-_ARGS_PREVIEW_CHARS = 60
 
 # Colours must read on light and dark themes alike: text inherits the theme's colour, fills and
 # borders are translucent grey, and status colours are the theme's own where the frontend exposes
@@ -40,7 +35,6 @@ _ERROR = "var(--jp-error-color1,var(--vscode-errorForeground,#e0403a))"
 _WARN = "var(--jp-warn-color0,var(--vscode-editorWarning-foreground,#c86400))"
 _INFO = "var(--jp-brand-color1,var(--vscode-textLink-foreground,#2f80ed))"
 _STATUS_COLOURS = {"ok": _OK, "error": _ERROR, "denied": _ERROR, "running": _INFO, "awaiting approval": _WARN}
-_RAN = ("ok", "error")  # statuses with a duration worth showing: a denied call never ran
 
 _MONO = "font-family:var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Consolas,monospace);font-size:12px"
 _BOX = "font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.45"
@@ -69,50 +63,9 @@ def _esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _json(value: Any, indent: int | None = None) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _args_preview(args: Any) -> str:
-    if isinstance(args, Mapping):
-        text = ", ".join(f"{k}={_json(v)}" for k, v in args.items())
-    else:
-        text = _json(args)
-    return text if len(text) <= _ARGS_PREVIEW_CHARS else text[:_ARGS_PREVIEW_CHARS - 1] + "…"
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 0.0005:
-        return "<1 ms"  # not "0 ms": it did take some time
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
-
-
 def css_id(call_id: str) -> str:
     """A tool call id as it appears in CSS classes (``bettong-call-<id>``)."""
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in call_id)
-
-
-def _one_line(text: str, limit: int = 100) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[:limit - 1] + "…"
-
-
-def _call_line(tool: str, args: Any, status: str, *, detail: str | None = None, redactions: int = 0,
-               duration_s: float | None = None) -> str:
-    """One tool call on one line for a terminal: ``· tool(args…) → error: why (12 ms)``."""
-    line = f"· {tool}({_args_preview(args)}) → {status}"
-    if redactions:
-        line += f" · {redactions} redacted"
-    if detail:
-        line += f": {_one_line(detail.removeprefix('ERROR: '))}"
-    if duration_s is not None and status in _RAN:
-        line += f" ({_duration(duration_s)})"
-    return line
 
 
 def _capped(text: str, limit: int = RESULT_PREVIEW_CHARS) -> str:
@@ -121,48 +74,28 @@ def _capped(text: str, limit: int = RESULT_PREVIEW_CHARS) -> str:
     return text[:limit] + f"\n… ({len(text) - limit} more characters; the full text is in result.tool_calls)"
 
 
-def tool_block(tool: str, args: Any, *, status: str, call_id: str = "", capability: str | None = None,
-               result: str | None = None, duration_s: float | None = None, redactions: int = 0,
-               reason: str | None = None, note: str | None = None) -> str:
+def tool_block(call: ToolCall, *, note: str | None = None) -> str:
     """One tool call as ``<details>``: summary ``tool(args…) → status · duration``, then the full
     arguments and the result, HTML-escaped."""
-    colour = _STATUS_COLOURS.get(status, "inherit")
-    parts = [f'<code style="{_CALL}">{_esc(tool)}({_esc(_args_preview(args))})</code> → '
-             f'<span style="color:{colour};font-weight:600;white-space:nowrap">{_esc(status)}</span>']
-    if redactions:
-        parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {redactions} redacted</span>')
-    if duration_s is not None and status in _RAN:
-        parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {_esc(_duration(duration_s))}</span>')
-    where = f" · capability: {_esc(capability)}" if capability else ""
+    colour = _STATUS_COLOURS.get(call.status, "inherit")
+    parts = [f'<code style="{_CALL}">{_esc(call.tool)}({_esc(args_preview(call.args))})</code> → '
+             f'<span style="color:{colour};font-weight:600;white-space:nowrap">{_esc(call.status)}</span>']
+    if call.redactions:
+        parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {call.redactions} redacted</span>')
+    if call.duration_s is not None and call.status in RAN:
+        parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {_esc(duration_text(call.duration_s))}</span>')
+    where = f" · capability: {_esc(call.capability)}" if call.capability else ""
     body = [f'<div style="{_LABEL}">ARGUMENTS{where}</div>',
-            f'<pre style="{_PRE}">{_esc(_json(args, indent=2))}</pre>']
+            f'<pre style="{_PRE}">{_esc(json_text(call.args, indent=2))}</pre>']
     if note:
         body.append(f'<div style="{_MUTED}">{_esc(note)}</div>')
-    if reason and status == "denied":
-        body.append(f'<div style="{_MUTED}">reason: {_esc(reason)}</div>')
-    if result is not None:
-        body.append(f'<div style="{_LABEL}">RESULT</div><pre style="{_PRE}">{_esc(_capped(result))}</pre>')
-    css = f"bettong-tool bettong-call-{css_id(call_id)}" if call_id else "bettong-tool"
+    if call.reason and call.status == "denied":
+        body.append(f'<div style="{_MUTED}">reason: {_esc(call.reason)}</div>')
+    if call.result is not None:
+        body.append(f'<div style="{_LABEL}">RESULT</div><pre style="{_PRE}">{_esc(_capped(call.result))}</pre>')
+    css = f"bettong-tool bettong-call-{css_id(call.id)}" if call.id else "bettong-tool"
     return (f'<details class="{css}" style="{_DETAILS}"><summary style="{_SUMMARY}">{"".join(parts)}</summary>'
             f'{"".join(body)}</details>')
-
-
-def _cost_text(value: float) -> str:
-    return f"{value:.6f}".rstrip("0").rstrip(".") if value else "0"
-
-
-def usage_line(u: Usage, prices: Mapping[str, float] | None = None) -> str:
-    """``3 requests · 3347 tokens (3042 in, 305 out) · 88% cache hit · cost 0.00123``."""
-    from ..usage import cost
-
-    total = u.total_tokens if u.total_tokens > 0 else u.prompt_tokens + u.completion_tokens
-    parts = [f"{u.requests} request{'' if u.requests == 1 else 's'}",
-             f"{total} tokens ({u.prompt_tokens} in, {u.completion_tokens} out)"]
-    if u.prompt_tokens > 0:
-        parts.append(f"{round(100 * u.cache_hit_tokens / u.prompt_tokens)}% cache hit")
-    if prices:
-        parts.append(f"cost {_cost_text(cost(u, **prices) or 0.0)}")
-    return " · ".join(parts)
 
 
 # --- transcripts ------------------------------------------------------------------------------
@@ -201,15 +134,12 @@ def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool =
     return out
 
 
-def _recorded_tool(block: dict, result: dict | None, call: Any) -> str:
-    if call is not None:
-        return tool_block(call.tool, call.args, status=call.status, call_id=call.id, capability=call.capability,
-                          result=call.result, duration_s=call.duration_s, redactions=call.redactions,
-                          reason=call.reason)
-    text = None if result is None else str(result.get("content"))
-    status = "ok" if result is not None and not result.get("is_error") else ("error" if result else "not run")
-    return tool_block(block.get("name", "?"), block.get("input"), status=status, call_id=block.get("id", ""),
-                      result=text)
+def _recorded_tool(block: dict, result: dict | None, call: ToolCall | None) -> str:
+    if call is None:  # a transcript handed in by the user: what its messages say
+        status = "ok" if result is not None and not result.get("is_error") else ("error" if result else "not run")
+        call = ToolCall(block.get("name", "?"), None, block.get("input"), id=block.get("id", ""), status=status,
+                        result=None if result is None else str(result.get("content")))
+    return tool_block(call)
 
 
 def _wrap(parts: list[str], footer: str) -> str:
@@ -251,7 +181,7 @@ def _answer_html(text: str) -> str:
 def result_html(result: Any) -> str:
     """A RunResult as an HTML transcript: prompt, answers, tool calls, and a usage line."""
     parts = _messages_html(result.messages, result.tool_calls)
-    footer = _esc(usage_line(result.usage, result.prices))
+    footer = _esc(usage.line(result.usage, result.prices))
     if not result.done:
         why = _esc(result.reason or result.stop_reason)
         footer = f'<span style="color:{_ERROR}">stopped early: {why}</span> · {footer}'
@@ -264,18 +194,7 @@ def session_html(session: Any) -> str:
     parts += _messages_html(session.transcript, session.tool_calls, turn_marks=True)
     if not session.transcript:
         parts.append(f'<div style="{_MUTED}">(no turns yet)</div>')
-    return _wrap(parts, _esc(usage_line(session.usage, session.options.get("prices"))))
-
-
-def result_text(result: Any) -> str:
-    """A RunResult for a terminal: the answer, one line per tool call, the usage line."""
-    lines = [result.output if result.output is not None else f"(no final answer: {result.reason or 'not done'})"]
-    for call in result.tool_calls:
-        detail = call.reason if call.status == "denied" else call.result if call.status == "error" else None
-        lines.append("  " + _call_line(call.tool, call.args, call.status, detail=detail, redactions=call.redactions,
-                                       duration_s=call.duration_s))
-    lines.append(f"  {usage_line(result.usage, result.prices)}")
-    return "\n".join(lines)
+    return _wrap(parts, _esc(usage.line(session.usage, session.prices)))
 
 
 # --- live views -------------------------------------------------------------------------------
@@ -332,8 +251,8 @@ class LiveView:
                  show: Callable[[dict], Any] = _show, prompts: bool = False):
         self.prices = prices
         self.interval = interval
-        self.items: list[dict] = []  # in order: {"kind": "text"|"thinking"|"note"|"tool", ...}
-        self.tools: dict[str, dict] = {}
+        self.items: list[Any] = []  # in order: ToolCall records, and {"kind": "text"|"thinking"|"note", "text"}
+        self.notes: dict[str, str] = {}  # call id -> a line under its arguments ("waiting for your decision")
         self.current = ""  # the text of the step being streamed
         self.thinking = ""
         self.status: str | None = None  # a transient line: waiting for the model, writing a tool call
@@ -372,23 +291,19 @@ class LiveView:
         elif isinstance(event, events.AssistantMessage):
             self._assistant(event.message)
         elif isinstance(event, events.ToolCallStarted):
-            item = {"kind": "tool", "id": event.call_id, "tool": event.tool, "args": event.args,
-                    "capability": event.capability, "status": "running"}
-            self.tools[event.call_id] = item
-            self.items.append(item)
+            self.items.append(event.call)  # the record itself: its status changes as the call goes
             self.status = None
             self._touch("activity")
         elif isinstance(event, events.ApprovalRequested):
-            self._tool(event.call_id).update(status="awaiting approval", note="waiting for your decision")
+            self._set_status(event.call_id, "awaiting approval")
+            self.notes[event.call_id] = "waiting for your decision"
             self._touch("activity")
         elif isinstance(event, events.ApprovalDecided):
             # A denial needs no note: the status says it, and the block shows the reason.
-            self._tool(event.call_id).update(status="running" if event.allowed else "denied",
-                                             note="allowed" if event.allowed else None, reason=event.reason)
+            self._set_status(event.call_id, "running" if event.allowed else "denied")
+            self.notes[event.call_id] = "allowed" if event.allowed else ""
             self._touch("activity")
         elif isinstance(event, events.ToolCallFinished):
-            self._tool(event.call_id).update(status=event.status, result=event.result, duration=event.duration_s,
-                                             redactions=event.redactions)
             self._touch("activity")
         elif isinstance(event, events.Retry):
             self._note(f"↻ {event.provider}: retry {event.attempt} in {event.delay_s:.1f} s ({event.reason})")
@@ -397,8 +312,10 @@ class LiveView:
         elif isinstance(event, events.BudgetExceeded):
             self._note(f"⛔ stopped: {event.reason}")
 
-    def _tool(self, call_id: str) -> dict:
-        return self.tools.get(call_id) or {}
+    def _set_status(self, call_id: str, status: str) -> None:
+        for item in self.items:
+            if isinstance(item, ToolCall) and item.id == call_id and item.result is None:
+                item.status = status
 
     def _note(self, text: str) -> None:
         self.items.append({"kind": "note", "text": text})
@@ -421,11 +338,8 @@ class LiveView:
     def activity_html(self) -> str:
         parts = []
         for item in self.items:
-            if item["kind"] == "tool":
-                parts.append(tool_block(item["tool"], item["args"], status=item["status"], call_id=item["id"],
-                                        capability=item.get("capability"), result=item.get("result"),
-                                        duration_s=item.get("duration"), redactions=item.get("redactions", 0),
-                                        reason=item.get("reason"), note=item.get("note")))
+            if isinstance(item, ToolCall):
+                parts.append(tool_block(item, note=self.notes.get(item.id)))
             elif item["kind"] == "text":
                 parts.append(_answer_html(item["text"]))
             elif item["kind"] == "thinking":
@@ -443,10 +357,8 @@ class LiveView:
     def activity_text(self) -> str:
         lines = []
         for item in self.items:
-            if item["kind"] == "tool":
-                # No duration: this text is saved with the notebook, and should not change per run.
-                lines.append(_call_line(item["tool"], item["args"], item["status"],
-                                        redactions=item.get("redactions", 0)))
+            if isinstance(item, ToolCall):
+                lines.append(call_line(item, timed=False))
             elif item["kind"] in ("text", "note"):
                 lines.append(item["text"])
         return "\n".join(lines)
@@ -492,17 +404,17 @@ class LiveView:
         """The final flush: the answer as Markdown, the usage line, no transient status."""
         self.status = None
         for item in self.items:
-            if item["kind"] == "tool" and item["status"] in ("running", "awaiting approval"):
-                item["status"] = "not finished"
+            if isinstance(item, ToolCall) and item.status in ("running", "awaiting approval"):
+                item.status = "not finished"
         self._dirty.add("activity")
         self.flush()
         if result.output:
             self._update("answer", {"text/markdown": safe_markdown(result.output), "text/plain": result.output})
         elif result.output is None:
-            why = f"(no final answer: {result.reason or result.stop_reason or 'not done'})"
+            why = result.answer_text()
             self._update("answer", {"text/html": f'<div style="{_MUTED};color:{_ERROR};opacity:1">{_esc(why)}</div>',
                                     "text/plain": why})
-        line = usage_line(result.usage, result.prices or self.prices)
+        line = usage.line(result.usage, result.prices or self.prices)
         self._update("footer", {"text/html": f'<div class="bettong-usage" style="{_MUTED}">{_esc(line)}</div>',
                                 "text/plain": line})
         self._closed = True
@@ -515,51 +427,3 @@ class LiveView:
         self._update("footer", {"text/html": f'<div class="bettong-error" style="{_MUTED};color:{_ERROR};opacity:1">'
                                              f'{_esc(message)}</div>', "text/plain": message})
         self._closed = True
-
-
-class TextView:
-    """The listener for a terminal: streamed text and one line per tool call, on stdout."""
-
-    def __init__(self, *, stream: bool, prices: Mapping[str, float] | None = None, file: Any = None):
-        self.stream = stream
-        self.prices = prices
-        self.file = file
-        self._wrote = False  # streamed text since the last newline
-        self._reasons: dict[str, str | None] = {}  # call id -> why it was denied
-
-    def _print(self, text: str, end: str = "\n") -> None:
-        print(text, end=end, file=self.file or sys.stdout, flush=True)
-
-    def _break(self) -> None:
-        if self._wrote:
-            self._print("")
-            self._wrote = False
-
-    def __call__(self, event: events.Event) -> None:
-        if isinstance(event, events.TextDelta) and self.stream:
-            self._print(event.text, end="")
-            self._wrote = not event.text.endswith("\n")
-        elif isinstance(event, events.ApprovalDecided) and not event.allowed:
-            self._reasons[event.call_id] = event.reason
-        elif isinstance(event, events.ToolCallFinished):
-            self._break()
-            detail = {"denied": self._reasons.get(event.call_id), "error": event.result}.get(event.status)
-            self._print("  " + _call_line(event.tool, event.args, event.status, detail=detail,
-                                          redactions=event.redactions, duration_s=event.duration_s))
-        elif isinstance(event, events.Retry):
-            self._break()
-            self._print(f"  ↻ retry {event.attempt} in {event.delay_s:.1f} s: {event.reason}")
-        elif isinstance(event, (events.CacheWarning, events.BudgetExceeded)):
-            self._break()
-            self._print(f"  ⚠ {getattr(event, 'message', None) or getattr(event, 'reason', '')}")
-
-    def finish(self, result: Any) -> None:
-        self._break()
-        if not self.stream or result.output is None:
-            self._print(result.output if result.output is not None
-                        else f"(no final answer: {result.reason or result.stop_reason or 'not done'})")
-        self._print(f"  {usage_line(result.usage, result.prices or self.prices)}")
-
-    def fail(self, message: str) -> None:
-        self._break()
-        self._print(message)

@@ -167,11 +167,11 @@ class _Plan:
     """One %%agent cell, parsed and resolved, ready to run."""
 
     def __init__(self, name: str, session: Any, prompt: str, overrides: dict, out: str | None, quiet: bool,
-                 notes: list[str]):
+                 notes: list[str], approve: bool):
         self.name, self.session, self.prompt, self.overrides = name, session, prompt, overrides
-        self.out, self.quiet, self.notes = out, quiet, notes
+        self.out, self.quiet, self.notes, self.approve = out, quiet, notes, approve
         self.view: Any = None
-        self.surface: Callable[[Any], None] | None = None
+        self.approver: Any = None  # who is asked in this cell (--approve, and tools that need a person)
 
 
 @functools.cache
@@ -231,17 +231,12 @@ class AgentMagics(Magics):
         return kind, self.model, self.max_steps, prices
 
     def _default_agent(self, config: tuple) -> Any:
-        from ..agent import agent, deepseek
+        from ..providers.offline import offline
+        from ..providers.openai import deepseek
 
         kind, model, max_steps, prices = config
-        options: dict[str, Any] = {"max_steps": max_steps}
-        if prices:
-            options["prices"] = dict(prices)
-        if kind == "deepseek":
-            return deepseek(**options, **({"model": model} if model else {}))
-        from ..providers.offline import OfflineModel
-
-        return agent(provider=OfflineModel(), **options, **({"model": model} if model else {}))
+        make = deepseek if kind == "deepseek" else offline
+        return make(max_steps=max_steps, model=model, prices=dict(prices) if prices else None)
 
     def _default_session(self, *, new: bool = False) -> tuple[Any, list[str]]:
         from ..session import Session
@@ -360,22 +355,28 @@ class AgentMagics(Magics):
             overrides["max_steps"] = args.max_steps
         if args.model:
             overrides["model"] = args.model
-        if args.approve:
-            overrides["approve_fn"] = self._approver()
         self.shell.user_ns[SESSION_NAME] = session
-        return _Plan(name, session, prompt, overrides, args.out, args.quiet, notes=notes)
+        return _Plan(name, session, prompt, overrides, args.out, args.quiet, notes=notes, approve=args.approve)
 
-    def _approver(self) -> Any:
+    def approver(self, show: Callable[[Any], None] | None = None) -> Any:
+        """The person who approves, as configured (%config AgentMagics): buttons in a kernel,
+        y/N in a terminal IPython."""
         if self.mode() == "block":
-            from ..agent import ask_in_terminal
+            from ..approvals import ask_in_terminal
 
             return ask_in_terminal
         from .approvals import ButtonApprover
 
-        return ButtonApprover(timeout=self.approval_timeout, headless=self.headless_policy)
+        return ButtonApprover(timeout=self.approval_timeout, headless=self.headless_policy, show=show)
+
+    async def ask_person(self, request: Any) -> Any:
+        """The person installed at %load_ext: buttons as configured now, shown where display() goes."""
+        from ..approvals import decide
+
+        return await decide(self.approver(), request)
 
     def _listener(self, plan: _Plan) -> Callable[[Any], None]:
-        own = plan.session.options.get("on_event")
+        own = plan.session.options.on_event
         view = plan.view
 
         def on_event(event: Any) -> None:
@@ -397,22 +398,23 @@ class AgentMagics(Magics):
         for note in plan.notes:
             shown = f"<div style='opacity:.7;font-size:12px'>{html.escape(note)}</div>"
             display({"text/plain": note, "text/html": shown}, raw=True)
-        prompts = "approve_fn" in plan.overrides or plan.session.options.get("approve_fn") is not None
         if not plan.quiet:
-            plan.view = LiveView(prices=plan.session.options.get("prices"), interval=self.update_interval,
-                                 prompts=prompts)
-            plan.surface = plan.view.prompts
-        elif prompts:
-            plan.surface = PromptSlot()
+            plan.view = LiveView(prices=plan.session.prices, interval=self.update_interval, prompts=True)
+            surface = plan.view.prompts
+        else:
+            surface = PromptSlot()
+        # Prompts go into this cell's own slot, even when a background task shows them later.
+        plan.approver = self.approver(surface)
+        if plan.approve:
+            plan.overrides["approve_fn"] = plan.approver
         plan.overrides["on_event"] = self._listener(plan)
 
     async def _execute(self, plan: _Plan, *, background: bool) -> Any:
-        from .approvals import approval_scope, approval_surface
+        from ..approvals import person
 
-        approval_scope.set(plan.session)  # this task's own context: "allow always" means this session
-        approval_surface.set(plan.surface)
         try:
-            result = await plan.session.arun(plan.prompt, **plan.overrides)
+            with person(plan.approver):
+                result = await plan.session.arun(plan.prompt, **plan.overrides)
         except asyncio.CancelledError:
             if plan.view is not None:
                 plan.view.fail("⏹ interrupted: the turn was cancelled; the session is as it was before this cell")
@@ -432,16 +434,15 @@ class AgentMagics(Magics):
 
     def _run_blocking(self, plan: _Plan) -> None:
         from .._sync import run_sync
-        from .approvals import approval_scope
-        from .display import TextView
+        from ..terminal import TextView
 
         for note in plan.notes:
             print(note)
-        view = None if plan.quiet else TextView(stream=plan.overrides["stream"],
-                                                prices=plan.session.options.get("prices"))
+        view = None if plan.quiet else TextView(stream=plan.overrides["stream"], prices=plan.session.prices)
         plan.view = view
         plan.overrides["on_event"] = self._listener(plan)
-        token = approval_scope.set(plan.session)
+        if plan.approve:
+            plan.overrides["approve_fn"] = self.approver()
         try:
             result = run_sync(plan.session.arun(plan.prompt, **plan.overrides))
         except KeyboardInterrupt:
@@ -450,8 +451,6 @@ class AgentMagics(Magics):
             raise
         except Exception as exc:
             raise UsageError(f"{type(exc).__name__}: {exc}") from exc
-        finally:
-            approval_scope.reset(token)
         self._publish(plan, result)
         if view is not None:
             view.finish(result)
@@ -558,24 +557,30 @@ def _awaiting(magics: AgentMagics) -> Callable[[list[str]], list[str]]:
     return transform
 
 
-def _result_text(result: Any, printer: Any, cycle: bool) -> None:
-    from .display import result_text
-
-    printer.text(result_text(result))
-
-
 def load_ipython_extension(ipython: Any) -> None:
-    from ..agent import RunResult
+    from .. import approvals, batch
+    from ..results import RunResult
+    from ..session import Session
+    from ..terminal import result_text
+    from .display import result_html, session_html
+    from .progress import WidgetProgress
 
     magics = AgentMagics(shell=ipython)
     ipython.register_magics(magics)
     ipython.input_transformers_cleanup.append(_awaiting(magics))
     ipython.push({CELL_FUNCTION: magics.agent_cell_async}, interactive=False)
-    ipython.display_formatter.formatters["text/plain"].for_type(RunResult, _result_text)
+    formatters = ipython.display_formatter.formatters
+    formatters["text/plain"].for_type(RunResult, lambda result, printer, cycle: printer.text(result_text(result)))
+    formatters["text/html"].for_type(RunResult, result_html)
+    formatters["text/html"].for_type(Session, session_html)
+    approvals.install_person(magics.ask_person)
+    batch.install_progress(WidgetProgress)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from ..agent import RunResult
+    from .. import approvals, batch
+    from ..results import RunResult
+    from ..session import Session
 
     ipython.input_transformers_cleanup[:] = [t for t in ipython.input_transformers_cleanup
                                              if not getattr(t, "bettong", False)]
@@ -584,4 +589,9 @@ def unload_ipython_extension(ipython: Any) -> None:
     ipython.configurables[:] = [c for c in ipython.configurables if not isinstance(c, AgentMagics)]
     ipython.user_ns.pop(CELL_FUNCTION, None)
     ipython.user_ns_hidden.pop(CELL_FUNCTION, None)
-    ipython.display_formatter.formatters["text/plain"].pop(RunResult, None)
+    formatters = ipython.display_formatter.formatters
+    formatters["text/plain"].pop(RunResult, None)
+    formatters["text/html"].pop(RunResult, None)
+    formatters["text/html"].pop(Session, None)
+    approvals.install_person(None)
+    batch.install_progress(None)

@@ -1,19 +1,21 @@
-"""Providers: the neutral Request/Response seam and one module per wire format."""
+"""Providers: one module per wire format, each translating the neutral seam
+(:mod:`bettong_nb.provider`: Request, Response, Provider) to a vendor's API. The agents built on
+them are ``bettong_nb.deepseek()``, ``openai()``, ``anthropic()``, ``ollama()`` and ``offline()``."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from .base import (CallableProvider, Provider, ProviderError, Request, Response, SystemBlock, refused,
-                   text, tool_uses, truncated, unfence)
+from ..provider import (CallableProvider, Provider, ProviderError, Request, Response, SystemBlock, refused, text,
+                        tool_uses, truncated, unfence)
 
 __all__ = ["Request", "Response", "SystemBlock", "Provider", "ProviderError", "CallableProvider",
            "text", "tool_uses", "refused", "truncated", "unfence",
-           "OpenAIProvider", "AnthropicProvider", "OllamaProvider", "Scripted", "Recording", "Replay"]
+           "OpenAIProvider", "AnthropicProvider", "OllamaProvider", "OfflineModel", "Scripted", "Recording", "Replay"]
 
 _LAZY = {"OpenAIProvider": "openai", "AnthropicProvider": "anthropic", "OllamaProvider": "ollama",
-         "Scripted": "scripted", "Recording": "replay", "Replay": "replay"}
+         "OfflineModel": "offline", "Scripted": "scripted", "Recording": "replay", "Replay": "replay"}
 
 
 def __getattr__(name: str) -> Any:

@@ -38,10 +38,11 @@ from typing import Any, AsyncIterator, Callable, Iterable, Mapping
 
 from .. import events
 from ..usage import Usage
-from ._http import RETRY_STATUSES, Transport
-from .base import ProviderError, Request, Response
+from ..agent import ModelAgent
+from ..http import RETRY_STATUSES, Transport
+from ..provider import ProviderError, Request, Response
 
-__all__ = ["AnthropicProvider", "DEFAULT_MODEL", "API_VERSION", "encode_request", "decode_response", "usage_from"]
+__all__ = ["anthropic", "AnthropicProvider", "DEFAULT_MODEL", "API_VERSION", "encode_request", "decode_response", "usage_from"]
 
 DEFAULT_MODEL = "claude-opus-5"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -321,7 +322,8 @@ class AnthropicProvider:
         self.base_url = root[:-3] if root.endswith("/v1") else root  # requests add /v1/messages
         self._api_key = api_key
         self.transport = Transport(name, self.base_url, headers=self._headers, timeout=timeout,
-                                   max_retries=max_retries, secret=self._known_key, retry_statuses=_RETRY_STATUSES)
+                                   max_retries=max_retries, secret=self._known_key, retry_statuses=_RETRY_STATUSES,
+                                   error=ProviderError)
 
     def _credential(self) -> tuple[str, str] | None:
         for kind, value in (("key", self._api_key), ("key", os.environ.get("ANTHROPIC_API_KEY")),
@@ -374,3 +376,9 @@ class AnthropicProvider:
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self.base_url!r}, model={self.model!r})"
+
+
+def anthropic(**options: Any) -> ModelAgent:
+    """An agent on Anthropic's Messages API (key from ANTHROPIC_API_KEY)."""
+    return ModelAgent(lambda o: AnthropicProvider(api_key=o.api_key, base_url=o.base_url, timeout=o.timeout,
+                                                  max_retries=o.max_retries), **options)

@@ -36,10 +36,11 @@ from typing import Any, AsyncIterator, Callable, Mapping
 
 from .. import events
 from ..usage import Usage
-from ._http import Transport
-from .base import ProviderError, Request, Response
+from ..agent import ModelAgent
+from ..http import Transport
+from ..provider import ProviderError, Request, Response, decode_arguments
 
-__all__ = ["OllamaProvider", "DEFAULT_HOST", "host_url", "encode_request", "decode_response"]
+__all__ = ["ollama", "OllamaProvider", "DEFAULT_HOST", "host_url", "encode_request", "decode_response"]
 
 DEFAULT_HOST = "http://localhost:11434"
 _WILDCARDS = {"0.0.0.0", "::", "*", ""}
@@ -65,17 +66,6 @@ def host_url(value: str | None) -> str:
     host = "127.0.0.1" if host in _WILDCARDS else host
     host = f"[{host}]" if ":" in host else host
     return f"{scheme}://{host}:{port or default_port}" + (f"/{path}" if path else "")
-
-
-def _arguments(value: Any) -> Any:
-    """Tool arguments as Ollama sends them: an object; a string is decoded when it is JSON."""
-    if isinstance(value, str):
-        try:
-            decoded = json.loads(value)
-        except ValueError:
-            return value
-        return decoded if isinstance(decoded, dict) else value
-    return value if isinstance(value, dict) else {}
 
 
 def encode_request(request: Request, *, model: str, stream: bool, num_ctx: int | None = None,
@@ -144,7 +134,7 @@ def _response(message: Mapping[str, Any], final: Mapping[str, Any], first_id: in
     for n, call in enumerate(calls):
         fn = call.get("function") or {}
         content.append({"type": "tool_use", "id": call.get("id") or f"ollama_tool_{first_id + n}",
-                        "name": fn.get("name") or "", "input": _arguments(fn.get("arguments"))})
+                        "name": fn.get("name") or "", "input": decode_arguments(fn.get("arguments"))})
     stop = "tool_use" if calls else ("max_tokens" if final.get("done_reason") == "length" else "end_turn")
     return Response(content=content, stop_reason=stop, model=final.get("model"), usage=_usage(final))
 
@@ -181,7 +171,7 @@ class OllamaProvider:
         self.keep_alive = keep_alive
         self.think = think
         self.base_url = host_url(base_url or os.environ.get("OLLAMA_HOST"))
-        self.transport = Transport(name, self.base_url, timeout=timeout, max_retries=max_retries)
+        self.transport = Transport(name, self.base_url, timeout=timeout, max_retries=max_retries, error=ProviderError)
 
     def secret_values(self) -> list[str]:
         return []
@@ -224,7 +214,7 @@ class OllamaProvider:
                 for call in message.get("tool_calls") or []:
                     fn = call.get("function") or {}
                     emit(events.ToolUseDelta(len(calls), fn.get("name"),
-                                             json.dumps(_arguments(fn.get("arguments")), ensure_ascii=False)))
+                                             json.dumps(decode_arguments(fn.get("arguments")), ensure_ascii=False)))
                     calls.append(call)
                 if chunk.get("done"):
                     final = chunk
@@ -239,3 +229,9 @@ class OllamaProvider:
 
     def __repr__(self) -> str:
         return f"OllamaProvider(base_url={self.base_url!r}, model={self.model!r})"
+
+
+def ollama(**options: Any) -> ModelAgent:
+    """An agent on a local Ollama server (no key; base_url default http://localhost:11434)."""
+    return ModelAgent(lambda o: OllamaProvider(base_url=o.base_url, timeout=o.timeout, max_retries=o.max_retries),
+                      **options)

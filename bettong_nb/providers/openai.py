@@ -1,5 +1,7 @@
 """OpenAI-compatible chat completions: DeepSeek, OpenAI, llama.cpp, vLLM and friends.
 
+    agent = bettong_nb.deepseek(capabilities=[...])        # key from DEEPSEEK_API_KEY
+    agent = bettong_nb.openai(base_url="http://127.0.0.1:8000/v1")
     provider = OpenAIProvider(base_url="http://127.0.0.1:8000/v1", api_key="sk-...")
     response = await provider.complete(Request(messages=[{"role": "user", "content": "hi"}]))
 
@@ -11,14 +13,17 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, replace
 from typing import Any, AsyncIterator, Callable, Mapping
 
 from .. import events
 from ..usage import Usage, from_openai
-from ._http import Transport
-from .base import ProviderError, Request, Response
+from ..agent import ModelAgent
+from ..http import Transport
+from ..options import Options
+from ..provider import ProviderError, Request, Response, decode_arguments
 
-__all__ = ["OpenAIProvider", "encode_request", "decode_response"]
+__all__ = ["OpenAIProvider", "encode_request", "decode_response", "deepseek", "openai", "DEEPSEEK", "OPENAI"]
 
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
                  "length": "max_tokens", "content_filter": "refusal"}
@@ -26,17 +31,6 @@ _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": 
 
 def _arguments_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value if value is not None else {}, ensure_ascii=False)
-
-
-def _decode_arguments(text: str | None) -> Any:
-    """Decoded arguments when they are a JSON object; the raw text otherwise (the loop reports it)."""
-    if text is None:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return text
-    return value if isinstance(value, dict) else text
 
 
 def _encode_message(message: Mapping[str, Any]) -> list[dict]:
@@ -98,7 +92,7 @@ def _response(message: Mapping[str, Any], finish: str | None, model: str | None,
     for call in message.get("tool_calls") or []:
         fn = call.get("function") or {}
         content.append({"type": "tool_use", "id": call.get("id") or f"call_{len(content)}",
-                        "name": fn.get("name", ""), "input": _decode_arguments(fn.get("arguments"))})
+                        "name": fn.get("name", ""), "input": decode_arguments(fn.get("arguments"))})
     stop = "tool_use" if message.get("tool_calls") else _STOP_REASONS.get(finish or "stop", finish or "end_turn")
     return Response(content=content, stop_reason=stop, model=model, usage=usage)
 
@@ -179,7 +173,7 @@ class OpenAIProvider:
         self._api_key = api_key
         self._key_env = key_env
         self.transport = Transport(name, base_url, headers=self._headers, timeout=timeout,
-                                   max_retries=max_retries, secret=self._known_key)
+                                   max_retries=max_retries, secret=self._known_key, error=ProviderError)
 
     def _known_key(self) -> str | None:
         if self._api_key is not None:
@@ -230,3 +224,36 @@ class OpenAIProvider:
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
+
+
+@dataclass(frozen=True)
+class Service:
+    """An OpenAI-compatible service: how it is named, where its key and API live, its model."""
+
+    name: str
+    label: str
+    key_env: str
+    base_url: str
+    model: str
+
+    def provider(self, options: Options) -> OpenAIProvider:
+        return OpenAIProvider(name=self.name, label=self.label, key_env=self.key_env, api_key=options.api_key,
+                              base_url=options.base_url or self.base_url, model=self.model,
+                              timeout=options.timeout, max_retries=options.max_retries)
+
+
+DEEPSEEK = Service("deepseek", "DeepSeek", "DEEPSEEK_API_KEY", "https://api.deepseek.com", "deepseek-v4-flash")
+OPENAI = Service("openai", "OpenAI", "OPENAI_API_KEY", "https://api.openai.com/v1", "gpt-4.1-mini")
+
+
+def deepseek(**options: Any) -> ModelAgent:
+    """An agent on DeepSeek (key from DEEPSEEK_API_KEY, read at the first request)."""
+    return ModelAgent(DEEPSEEK.provider, **options)
+
+
+def openai(**options: Any) -> ModelAgent:
+    """An agent on any OpenAI-compatible server: ``base_url`` (or OPENAI_BASE_URL) is its API root,
+    ``/v1`` included where it has one; the key comes from OPENAI_API_KEY."""
+    service = replace(OPENAI, base_url=os.environ.get("OPENAI_BASE_URL") or OPENAI.base_url,
+                      model=os.environ.get("OPENAI_MODEL") or OPENAI.model)
+    return ModelAgent(service.provider, **options)

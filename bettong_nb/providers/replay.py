@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from .. import events, secrets
 from ..usage import Usage
-from .base import ProviderError, Request, Response
+from ..provider import ProviderError, Request, Response
 
 __all__ = ["Recording", "Replay", "ReplayMismatch", "cassette", "LIVE_ENV"]
 
@@ -202,9 +202,9 @@ def cassette(path: str | os.PathLike, *, live: bool | None = None,
     live = os.environ.get(LIVE_ENV) == "1" if live is None else live
     if live and os.environ.get(key_env):
         if make_live is None:
-            from ..agent import deepseek
+            from .openai import DEEPSEEK, Options
 
-            make_live = lambda: deepseek().provider  # noqa: E731
+            make_live = lambda: DEEPSEEK.provider(Options())  # noqa: E731
         live_path = Path(path).with_suffix(".live.jsonl")
         live_path.unlink(missing_ok=True)
         return Recording(make_live(), live_path)

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .. import events
 from ..usage import Usage
-from .base import ProviderError, Request, Response
+from ..provider import ProviderError, Request, Response
 
 __all__ = ["Scripted"]
 

@@ -1,8 +1,14 @@
-"""The one place HTTP happens for providers: clients, timeouts, retries, error mapping.
+"""The one place HTTP happens, for model providers and search sources alike: clients,
+timeouts, retries, and errors that name the service and never carry a key.
 
-    transport = Transport("deepseek", base_url, headers={"Authorization": ...})
+    transport = Transport("deepseek", base_url, headers={"Authorization": ...}, error=ProviderError)
     body = await transport.post_json("/chat/completions", payload)
+    body = await transport.get_json("/w/api.php", params={"q": "bettong"})
     async with transport.stream_lines("/chat/completions", payload) as lines: ...
+
+Every failure is a :class:`bettong_nb.errors.ServiceError` (the ``error`` class given), its
+message redacted of the service's key and every credential-looking value. A service words its
+errors its own way by overriding the ``*_message`` methods (search sources do).
 
 Swapping the HTTP client means changing this module only (and ``_asyncio_transport``, the
 network layer under httpx that it plugs in).
@@ -23,8 +29,8 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, T
 
 import httpx
 
-from .. import events, secrets
-from .base import ProviderError
+from . import events, secrets
+from .errors import ServiceError
 
 __all__ = ["Transport", "RETRY_STATUSES", "MAX_RETRY_AFTER", "borrow", "close_clients", "timeout_config", "excerpt"]
 
@@ -161,12 +167,12 @@ async def _drain(lines: AsyncIterator[str]) -> None:
         async for _ in lines:
             pass
 
-    with contextlib.suppress(asyncio.TimeoutError, ProviderError):
+    with contextlib.suppress(asyncio.TimeoutError, ServiceError):
         await asyncio.wait_for(rest(), 0.25)
 
 
 class Transport:
-    """HTTP for one provider instance: base URL, headers, timeouts and the retry policy.
+    """HTTP for one service: base URL, headers, timeouts, the retry policy and its errors.
 
     Retried, at most ``max_retries`` times: ``retry_statuses`` and dropped or timed-out
     connections. The wait is the server's Retry-After (or retry-after-ms) when it sends one —
@@ -176,50 +182,72 @@ class Transport:
 
     A 429's Retry-After pauses every request through this transport, so a batch of concurrent
     runs backs off together instead of each worker hammering the server.
+
+    ``deadline`` bounds each attempt as a whole (a server trickling its answer byte by byte
+    included); ``secret`` returns the key, which no error may show.
     """
 
     backoff = 0.5  # seconds before the first retry without Retry-After; doubles each time, jittered
 
-    def __init__(self, provider: str, base_url: str, *, headers: Callable[[], Mapping[str, str]] | Mapping[str, str] = (),
+    def __init__(self, service: str, base_url: str = "", *,
+                 headers: Callable[[], Mapping[str, str]] | Mapping[str, str] = (),
                  timeout: float | Mapping[str, float] | None = None, max_retries: int = 2,
-                 secret: Callable[[], str | None] | None = None, retry_statuses: frozenset[int] = RETRY_STATUSES):
-        self.provider = provider
+                 secret: Callable[[], str | None] | None = None, retry_statuses: frozenset[int] = RETRY_STATUSES,
+                 error: type[ServiceError] = ServiceError, deadline: float | None = None):
+        self.service = service
         self.base_url = base_url.rstrip("/")
         self._headers = headers
         self.timeout = timeout_config(timeout)
         self.max_retries = max_retries
         self.retry_statuses = retry_statuses
+        self.error = error
+        self.deadline = deadline
         self._secret = secret or (lambda: None)
         self._paused_until = 0.0
 
-    def headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "application/json",
-                   **dict(self._headers() if callable(self._headers) else self._headers)}
-        for name, value in headers.items():
-            # httpx would put the offending value (the key, say) in its own error message.
-            if not all(c == "\t" or " " <= c <= "~" for c in value):
-                raise ProviderError(f"The {name} header for {self.provider} holds a character HTTP headers cannot "
-                                    "carry (a line break, a control character or non-ASCII): check the key or "
-                                    "its environment variable for a stray newline or a pasted quote",
-                                    provider=self.provider)
-        return headers
+    # --- how errors read (a service may word them its own way) -------------------------------
 
-    def _error(self, message: str, *, body_excerpt: str | None = None, **kw: Any) -> ProviderError:
-        message, _ = secrets.redact(message, extra=[self._secret()])
-        if body_excerpt is not None:
-            body_excerpt, _ = secrets.redact(body_excerpt, extra=[self._secret()])
-        return ProviderError(message, provider=self.provider, body_excerpt=body_excerpt, **kw)
+    def status_message(self, status: int, body: str) -> str:
+        return f"{self.service} request failed (HTTP {status}): {_server_message(body)}"
+
+    def connection_message(self, url: str, exc: Exception) -> str:
+        kind = "timed out" if isinstance(exc, (httpx.TimeoutException, TimeoutError)) else "could not be reached"
+        return f"{self.service} at {url} {kind}: {type(exc).__name__}: {exc}".rstrip(": ")
+
+    def not_json_message(self, status: int, body: str) -> str:
+        return f"{self.service} answered {status} with a body that is not JSON: {excerpt(body)}"
+
+    # --- errors -------------------------------------------------------------------------------
 
     def _redacted(self, text: str) -> str:
         # Before any excerpt is cut, so a key straddling the cut cannot leave a piece behind.
         return secrets.redact(text, extra=[self._secret()])[0]
 
-    def _status_error(self, status: int, body: str, headers: httpx.Headers) -> ProviderError:
+    def fail(self, message: str, *, body_excerpt: str | None = None, **details: Any) -> ServiceError:
+        """The service's error for ``message``, redacted."""
+        return self.error(self._redacted(message), service=self.service,
+                          body_excerpt=None if body_excerpt is None else self._redacted(body_excerpt), **details)
+
+    def _status_error(self, status: int, body: str, headers: httpx.Headers) -> ServiceError:
         body = self._redacted(body)
-        err = self._error(f"{self.provider} request failed (HTTP {status}): {_server_message(body)}",
-                          status=status, body_excerpt=excerpt(body), retryable=status in self.retry_statuses)
-        err.retry_after = _retry_after(headers)
-        return err
+        return self.fail(self.status_message(status, body), status=status, body_excerpt=excerpt(body),
+                         retryable=status in self.retry_statuses, retry_after=_retry_after(headers))
+
+    def _connection_error(self, url: str, exc: Exception) -> ServiceError:
+        return self.fail(self.connection_message(url, exc), retryable=isinstance(exc, _TRANSIENT))
+
+    def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        headers = {"accept": "application/json", **dict(self._headers() if callable(self._headers) else self._headers),
+                   **(extra or {})}
+        for name, value in headers.items():
+            # httpx would put the offending value (the key, say) in its own error message.
+            if not all(c == "\t" or " " <= c <= "~" for c in value):
+                raise self.fail(f"The {name} header for {self.service} holds a character HTTP headers cannot "
+                                "carry (a line break, a control character or non-ASCII): check the key or "
+                                "its environment variable for a stray newline or a pasted quote")
+        return headers
+
+    # --- requests -----------------------------------------------------------------------------
 
     async def retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """Run ``attempt`` until it succeeds, retrying retryable errors with backoff and jitter."""
@@ -227,7 +255,7 @@ class Transport:
             await self._wait_for_pause()
             try:
                 return await attempt()
-            except ProviderError as err:
+            except ServiceError as err:
                 if not err.retryable or number == self.max_retries:
                     raise
                 delay = err.retry_after
@@ -238,7 +266,7 @@ class Transport:
                     delay = min(30.0, self.backoff * 2**number) * (0.5 + random.random() / 2)
                 if err.status == 429:
                     self._paused_until = max(self._paused_until, time.monotonic() + delay)
-                events.emit(events.Retry(self.provider, number + 1, delay, str(err)))
+                events.emit(events.Retry(self.service, number + 1, delay, str(err)))
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
@@ -246,44 +274,57 @@ class Transport:
         while (wait := self._paused_until - time.monotonic()) > 0:
             await asyncio.sleep(wait)
 
-    def _connection_error(self, url: str, exc: Exception) -> ProviderError:
-        kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "could not be reached"
-        return self._error(f"{self.provider} at {url} {kind}: {type(exc).__name__}: {exc}".rstrip(": "),
-                           retryable=isinstance(exc, _TRANSIENT))
-
-    async def post_json(self, path: str, payload: Mapping[str, Any]) -> Any:
-        """POST JSON and return the decoded JSON answer, with retries."""
+    async def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
+                      payload: Any = None, headers: Mapping[str, str] | None = None,
+                      check: bool = True) -> httpx.Response:
+        """One request (retried as above); with ``check`` an answer that is not 2xx raises."""
         url = self.base_url + path
-        content = json.dumps(payload, ensure_ascii=False).encode()
+        content = None if payload is None else json.dumps(payload, ensure_ascii=False).encode()
+        if content is not None:
+            headers = {"content-type": "application/json", **(headers or {})}
 
-        async def attempt() -> Any:
+        async def attempt() -> httpx.Response:
             try:
-                with borrow() as client:
-                    response = await client.post(url, content=content, headers=self.headers(), timeout=self.timeout)
-            except httpx.HTTPError as exc:
+                async with asyncio.timeout(self.deadline):
+                    with borrow() as client:
+                        response = await client.request(method, url, params=params, content=content,
+                                                        headers=self.headers(headers), timeout=self.timeout)
+            except (httpx.HTTPError, TimeoutError) as exc:
                 raise self._connection_error(url, exc) from None
-            if response.status_code >= 300:
+            if check and not 200 <= response.status_code < 300:
                 raise self._status_error(response.status_code, response.text, response.headers)
-            try:
-                return response.json()
-            except ValueError:
-                body = excerpt(self._redacted(response.text))
-                raise self._error(f"{self.provider} answered {response.status_code} with a body that is not JSON: "
-                                  f"{body}", status=response.status_code, body_excerpt=body) from None
+            return response
 
         return await self.retrying(attempt)
+
+    async def json(self, method: str, path: str, **kwargs: Any) -> Any:
+        """:meth:`request`, then the body as JSON; a body that is not JSON is an error."""
+        response = await self.request(method, path, **kwargs)
+        try:
+            return response.json()
+        except ValueError:
+            body = self._redacted(response.text)
+            raise self.fail(self.not_json_message(response.status_code, body), status=response.status_code,
+                            body_excerpt=excerpt(body)) from None
+
+    async def post_json(self, path: str, payload: Any, **kwargs: Any) -> Any:
+        return await self.json("POST", path, payload=payload, **kwargs)
+
+    async def get_json(self, path: str, **kwargs: Any) -> Any:
+        return await self.json("GET", path, **kwargs)
 
     @contextlib.asynccontextmanager
     async def stream_lines(self, path: str, payload: Mapping[str, Any]) -> AsyncIterator[AsyncIterator[str]]:
         """POST JSON and yield the answer's lines as they arrive (one attempt; see :meth:`retrying`).
 
-        A connection lost mid-body raises ProviderError saying the stream was cut off.
+        A connection lost mid-body raises an error saying the stream was cut off.
         """
         url = self.base_url + path
         content = json.dumps(payload, ensure_ascii=False).encode()
         try:
             with borrow() as client:
-                async with client.stream("POST", url, content=content, headers=self.headers(),
+                async with client.stream("POST", url, content=content,
+                                         headers=self.headers({"content-type": "application/json"}),
                                          timeout=self.timeout) as response:
                     if response.status_code >= 300:
                         body = (await response.aread()).decode("utf-8", "replace")
@@ -314,7 +355,7 @@ class Transport:
                     answer = await fold(lines, relay)
                     await _drain(lines)
                     return answer
-            except ProviderError as err:
+            except ServiceError as err:
                 err.retryable = err.retryable and not emitted
                 raise
 
@@ -325,9 +366,9 @@ class Transport:
             async for line in response.aiter_lines():
                 yield line
         except httpx.TimeoutException as exc:
-            raise self._error(f"{self.provider} stream from {url} stopped mid-answer: nothing arrived for "
-                              f"{self.timeout.read} s (the read timeout; raise `timeout` to wait longer): "
-                              f"{type(exc).__name__}", retryable=True) from None
+            raise self.fail(f"{self.service} stream from {url} stopped mid-answer: nothing arrived for "
+                            f"{self.timeout.read} s (the read timeout; raise `timeout` to wait longer): "
+                            f"{type(exc).__name__}", retryable=True) from None
         except httpx.HTTPError as exc:
-            raise self._error(f"{self.provider} stream from {url} was cut off mid-answer: "
-                              f"{type(exc).__name__}: {exc}", retryable=True) from None
+            raise self.fail(f"{self.service} stream from {url} was cut off mid-answer: "
+                            f"{type(exc).__name__}: {exc}", retryable=True) from None

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from .usage import check_prices, cost_parts
+
 __all__ = ["usage_frame", "tool_frame", "USAGE_COLUMNS", "COST_COLUMNS", "TOOL_COLUMNS", "STATUSES"]
 
 USAGE_COLUMNS = ("turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
@@ -18,30 +20,9 @@ USAGE_COLUMNS = ("turn", "step", "model", "prompt_tokens", "completion_tokens", 
 COST_COLUMNS = ("cost_input", "cost_output", "cost_cache_hit", "cost_total")
 TOOL_COLUMNS = ("turn", "step", "tool", "capability", "args", "status", "duration_s", "result_chars", "redactions")
 STATUSES = ("ok", "error", "denied")
-PRICE_KEYS = ("input", "output", "cache_hit")
 
 _INTS = ("turn", "step", "prompt_tokens", "completion_tokens", "cache_hit_tokens", "cache_miss_tokens",
          "reasoning_tokens", "result_chars", "redactions")
-
-
-def _check_prices(prices: Mapping[str, float]) -> None:
-    unknown = sorted(set(prices) - set(PRICE_KEYS))
-    if unknown:
-        raise TypeError(f"Unknown price key{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
-                        "prices is {'input': ..., 'output': ..., 'cache_hit': ...} per million tokens")
-
-
-def _costs(u: Any, prices: Mapping[str, float]) -> dict[str, float]:
-    # The same split as bettong_nb.usage.cost, so the column sums equal the cost of the total.
-    inp, out, hit = (prices.get(k) for k in PRICE_KEYS)
-    cached = min(u.cache_hit_tokens, u.prompt_tokens) if hit is not None else 0
-    row = {
-        "cost_input": (u.prompt_tokens - cached) / 1e6 * inp if inp is not None else 0.0,
-        "cost_output": u.completion_tokens / 1e6 * out if out is not None else 0.0,
-        "cost_cache_hit": cached / 1e6 * hit if hit is not None else 0.0,
-    }
-    row["cost_total"] = row["cost_input"] + row["cost_output"] + row["cost_cache_hit"]
-    return row
 
 
 def _typed(rows: list[dict], columns: tuple[str, ...], categories: Mapping[str, Any]):
@@ -62,7 +43,7 @@ def usage_frame(requests: Iterable[Any], prices: Mapping[str, float] | None = No
     """One row per model request (``bettong_nb.usage.RequestRecord``); cost columns when
     ``prices`` (per million tokens: input, output, cache_hit) are given."""
     if prices:
-        _check_prices(prices)
+        check_prices(prices)
     rows = []
     for r in requests:
         u = r.usage
@@ -71,7 +52,9 @@ def usage_frame(requests: Iterable[Any], prices: Mapping[str, float] | None = No
                "cache_miss_tokens": u.cache_miss_tokens, "reasoning_tokens": u.reasoning_tokens,
                "latency_s": r.latency_s}
         if prices:
-            row.update(_costs(u, prices))
+            parts = cost_parts(u, **prices)
+            row.update(cost_input=parts["input"], cost_output=parts["output"], cost_cache_hit=parts["cache_hit"],
+                       cost_total=parts["input"] + parts["output"] + parts["cache_hit"])
         rows.append(row)
     columns = USAGE_COLUMNS + (COST_COLUMNS if prices else ())
     models = sorted({row["model"] for row in rows if row["model"] is not None})
@@ -79,7 +62,7 @@ def usage_frame(requests: Iterable[Any], prices: Mapping[str, float] | None = No
 
 
 def tool_frame(tool_calls: Iterable[Any]):
-    """One row per tool call (``bettong_nb.agent.ToolCall``)."""
+    """One row per tool call (``bettong_nb.ToolCall``)."""
     rows = [{"turn": c.turn, "step": c.step, "tool": c.tool, "capability": c.capability, "args": c.args,
              "status": c.status, "duration_s": c.duration_s, "result_chars": len(c.result or ""),
              "redactions": c.redactions} for c in tool_calls]

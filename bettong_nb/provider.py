@@ -1,6 +1,7 @@
 """The neutral seam between the agent loop and a model: Request, Response, Provider.
 
-The loop speaks only these shapes; each provider module translates them to one wire format.
+The loop speaks only these shapes; each module of :mod:`bettong_nb.providers` translates them
+to one wire format.
 
 Messages are plain dicts so a transcript is JSON as it stands::
 
@@ -19,11 +20,13 @@ thinking block); other providers neither set nor read ``raw``.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
 
-from ..usage import Usage
+from .errors import ServiceError
+from .usage import Usage
 
 __all__ = [
     "SystemBlock",
@@ -36,6 +39,9 @@ __all__ = [
     "refused",
     "truncated",
     "unfence",
+    "CallableProvider",
+    "stream_by_completing",
+    "decode_arguments",
 ]
 
 
@@ -101,17 +107,15 @@ class Provider(Protocol):
     async def stream(self, request: Request, on_event: Callable[[Any], Any]) -> Response: ...
 
 
-class ProviderError(RuntimeError):
+class ProviderError(ServiceError):
     """A model request failed. Carries what the server said, never the key."""
 
-    def __init__(self, message: str, *, provider: str, status: int | None = None,
-                 body_excerpt: str | None = None, retryable: bool = False):
-        super().__init__(message)
-        self.provider = provider
-        self.status = status
-        self.body_excerpt = body_excerpt
-        self.retryable = retryable
-        self.retry_after: float | None = None  # seconds the server asked us to wait, when it did
+    def __init__(self, message: str, *, provider: str | None = None, service: str | None = None, **details: Any):
+        super().__init__(message, service=provider or service or "provider", **details)
+
+    @property
+    def provider(self) -> str:
+        return self.service
 
 
 def text(response: Response) -> str:
@@ -142,7 +146,7 @@ def unfence(answer: str) -> str:
 
 async def stream_by_completing(provider: Any, request: Request, on_event: Callable[[Any], Any]) -> Response:
     """``stream`` for a provider without an incremental transport: one delta per text block."""
-    from ..events import TextDelta
+    from .events import TextDelta
 
     response = await provider.complete(request)
     for block in response.content:
@@ -169,3 +173,16 @@ class CallableProvider:
 
     def __repr__(self) -> str:
         return f"CallableProvider({self.name})"
+
+
+def decode_arguments(value: Any) -> Any:
+    """A wire format's tool-call arguments, decoded when they are JSON text; anything else as it
+    came (the loop tells the model what was wrong, see ``capability.arguments``)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {}
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return value

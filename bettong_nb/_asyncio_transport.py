@@ -8,7 +8,7 @@ scopes and per-read pause/resume of the socket take about a fifth of the CPU of 
 request. Here httpcore's HTTP/1.1 pool talks to an asyncio protocol directly. Errors
 map to the same httpcore classes as its anyio backend (so httpx raises the same classes:
 ConnectError, ConnectTimeout, ReadError, ReadTimeout, WriteError, WriteTimeout,
-RemoteProtocolError), which the retry policy in ``_http`` depends on. No proxies: the
+RemoteProtocolError), which the retry policy in ``bettong_nb.http`` depends on. No proxies: the
 library's clients ignore the environment's proxy settings anyway.
 """
 

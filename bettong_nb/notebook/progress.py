@@ -1,0 +1,36 @@
+"""A batch's progress as a widget bar in the running cell (installed by ``%load_ext``).
+
+    results = agent.map(prompts)     # a bar with done/failed counts and the running cost
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Mapping
+
+from .._kernel import jupyter_kernel
+from ..batch import Progress
+
+__all__ = ["WidgetProgress"]
+
+
+class WidgetProgress(Progress):
+    """A widget bar when made in a kernel's main thread (where display() reaches the cell),
+    the text bar otherwise."""
+
+    def __init__(self, total: int, *, prices: Mapping[str, float] | None, enabled: bool = True):
+        super().__init__(total, prices=prices, enabled=enabled)
+        self._bar: Any = None
+        if enabled and jupyter_kernel() is not None and threading.current_thread() is threading.main_thread():
+            import ipywidgets
+            from IPython.display import display
+
+            self._bar = ipywidgets.IntProgress(min=0, max=max(total, 1), description="agent")
+            self._label = ipywidgets.Label()
+            display(ipywidgets.HBox([self._bar, self._label]))
+
+    def show(self, final: bool) -> None:
+        if self._bar is None:
+            return super().show(final)
+        self._bar.value = self.done + self.failed
+        self._label.value = self.text()

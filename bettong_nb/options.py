@@ -1,0 +1,93 @@
+"""An agent's options: one frozen, typed record, checked once, overridden per call.
+
+    options = Options.of(max_steps=5, capabilities=[caps.filesystem()])
+    per_call = options.merged({"max_steps": 3})       # a new Options; the agent's stays as it was
+
+An unknown name raises ``TypeError`` naming it and listing the known ones, at construction and
+per call: a typo must not be silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+__all__ = ["Options", "PROVIDER_OPTIONS", "REQUEST_OPTIONS"]
+
+# Options that go into every Request as they are (a provider ignores what it cannot express).
+REQUEST_OPTIONS = ("model", "max_tokens", "temperature", "tool_choice", "effort", "format", "thinking_display",
+                   "num_ctx", "keep_alive")
+# Options that configure the provider deepseek()/openai()/... build; a given provider has its own.
+PROVIDER_OPTIONS = frozenset({"api_key", "base_url", "timeout", "max_retries"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """What a run is made of. See the README's options table for each one."""
+
+    capabilities: tuple = ()
+    api_key: str | None = field(default=None, repr=False)
+    model: str | None = None
+    base_url: str | None = None
+    max_steps: int = 10
+    system: str | None = None
+    approve_fn: Any = None
+    on_event: Callable[[Any], Any] | None = None
+    temperature: float | None = None
+    provider: Any = None
+    messages: tuple = ()
+    max_tokens: int | None = None
+    prices: Mapping[str, Any] | None = None
+    timeout: Any = None
+    max_retries: int = 2
+    tool_choice: str | None = None
+    stream: bool = False
+    cost_budget: float | None = None
+    token_budget: int | None = None
+    effort: str | None = None
+    format: dict | None = None
+    thinking_display: str | None = None
+    num_ctx: int | None = None
+    keep_alive: str | int | None = None
+
+    @classmethod
+    def names(cls) -> frozenset[str]:
+        return frozenset(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def check(cls, given: Mapping[str, Any], context: str) -> None:
+        unknown = sorted(set(given) - cls.names())
+        if unknown:
+            raise TypeError(f"Unknown {context} option{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
+                            f"Known options: {', '.join(sorted(cls.names()))}")
+
+    @classmethod
+    def of(cls, **given: Any) -> "Options":
+        """Options from keyword arguments; None means "the default" for every option."""
+        cls.check(given, "agent")
+        return cls(**_normalised(given))
+
+    def merged(self, overrides: Mapping[str, Any]) -> "Options":
+        """These options with ``overrides`` applied (checked like construction)."""
+        self.check(overrides, "override")
+        return dataclasses.replace(self, **_normalised(overrides)) if overrides else self
+
+    def request_fields(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in REQUEST_OPTIONS}
+
+
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Options)}
+
+
+def _normalised(given: Mapping[str, Any]) -> dict[str, Any]:
+    """Sequences as tuples (an Options is frozen); None back to the default where the default is
+    not None (``max_steps=None`` means 10), so an override can say "as usual"."""
+    out = {}
+    for name, value in given.items():
+        if value is None and _DEFAULTS[name] is not None:
+            value = _DEFAULTS[name]
+        elif name in ("capabilities", "messages") and value is not None:
+            value = tuple(value)
+        out[name] = value
+    return out

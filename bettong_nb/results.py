@@ -1,0 +1,102 @@
+"""What runs produce: one record per tool call, the result of a run, and the accounting that
+results, sessions and batches share.
+
+    result.output, result.tool_calls, result.usage, result.cost()
+    result.usage_frame(), result.tool_frame()      # pandas, imported when asked for
+    result.frames()                                # DataFrames tools handed back (query_data)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from . import usage
+
+__all__ = ["ToolCall", "RunResult", "Ledger"]
+
+
+@dataclass
+class ToolCall:
+    """One tool call the model made, what it returned, and how it went. The same record is
+    carried by the events while the call runs, shown by the displays and listed in frames.
+
+    ``status`` is ``running``/``awaiting approval`` while it goes, then ``ok``, ``error`` or
+    ``denied``; ``data`` is what the tool handed the person beside its text (a DataFrame)."""
+
+    tool: str
+    capability: str | None
+    args: Any
+    result: str | None = None
+    id: str = ""
+    status: str = "running"
+    reason: str | None = None  # why it was denied
+    duration_s: float | None = None
+    redactions: int = 0
+    step: int = 0
+    turn: int = 1
+    data: Any = field(default=None, repr=False)
+
+
+class Ledger:
+    """Cost and frames for anything that keeps ``requests``, ``tool_calls`` and ``prices``."""
+
+    requests: list
+    tool_calls: list
+    usage: usage.Usage
+    prices: Mapping[str, float] | None = None
+
+    def cost(self, prices: Mapping[str, float] | None = None) -> float | None:
+        prices = prices or self.prices
+        return usage.cost(self.usage, **prices) if prices else None
+
+    def usage_frame(self, prices: Mapping[str, float] | None = None):
+        """One row per model request: tokens, cache hits, latency, and costs when prices are known."""
+        from .frames import usage_frame
+
+        return usage_frame(self.requests, prices or self.prices)
+
+    def tool_frame(self):
+        """One row per tool call: tool, capability, arguments, status, duration, sizes."""
+        from .frames import tool_frame
+
+        return tool_frame(self.tool_calls)
+
+    def frames(self) -> list:
+        """The DataFrames tools handed back (``query_data`` results), oldest first."""
+        return [call.data for call in self.tool_calls if call.data is not None]
+
+
+@dataclass
+class RunResult(Ledger):
+    """What a run produced. ``done`` is False when it stopped early (max_steps, budget, error)."""
+
+    output: str | None
+    steps: int
+    tool_calls: list[ToolCall]
+    messages: list[dict]
+    usage: usage.Usage
+    done: bool
+    requests: list[usage.RequestRecord] = field(default_factory=list)
+    redactions: int = 0
+    stop_reason: str | None = None
+    reason: str | None = None  # why the run stopped early, in words
+    error: BaseException | None = None
+    prices: Mapping[str, float] | None = None
+
+    def refused(self) -> bool:
+        return self.stop_reason == "refusal"
+
+    def answer_text(self) -> str:
+        """The answer, or one line saying why there is none."""
+        if self.output is not None:
+            return self.output
+        return f"(no final answer: {self.reason or self.stop_reason or 'not done'})"
+
+    def __str__(self) -> str:
+        return f"{self.answer_text()}\n  {usage.summary(self.usage)}"
+
+    def __repr__(self) -> str:
+        answer = self.output if self.output is None or len(self.output) <= 60 else self.output[:60] + "…"
+        return (f"RunResult(output={answer!r}, done={self.done}, steps={self.steps}, "
+                f"tool_calls={len(self.tool_calls)}, usage='{usage.summary(self.usage)}')")
