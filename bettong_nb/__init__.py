@@ -15,6 +15,7 @@ Layers, each importing only from the ones below it:
   no notebook;
 - providers/ and capabilities/: implementations of the two protocols, using the core's
   public pieces, never the loop's internals;
+- presets: the ready-made agents (deepseek(), offline()...), a provider with its options;
 - notebook/ and cli: consumers of events, plus magics, widgets and display. The notebook layer
   installs what it needs into the core (display formatters, the person who approves) at
   ``%load_ext``.
@@ -25,6 +26,7 @@ from .agent import Agent, ModelAgent
 from .approvals import Allow, ApprovalRequest, Deny, approve_all, ask_in_terminal
 from .capability import Capability, Tool, ToolOutput, tool
 from .images import Image
+from .presets import agent, anthropic, deepseek, offline, ollama, openai  # after .agent: `agent` is this function
 from .provider import Provider, ProviderError, Request, Response
 from .results import RunResult, ToolCall
 from .session import Session
@@ -40,26 +42,10 @@ __all__ = [
     "load_ipython_extension", "unload_ipython_extension",
 ]
 
-# Built-in agents live with their providers; they load on first touch, keeping `import bettong_nb` fast.
-_FACTORIES = {"deepseek": "openai", "openai": "openai", "anthropic": "anthropic", "ollama": "ollama",
-              "offline": "offline"}
-
-
-def agent(provider=None, **options) -> ModelAgent:
-    """An agent over any provider (a Provider object or a callable request -> Response).
-    Without one, the DeepSeek provider is used."""
-    if provider is None:
-        from .providers.openai import deepseek
-
-        return deepseek(**options)
-    return ModelAgent(provider=provider, **options)
-
-
 def __getattr__(name: str):
+    # Heavier parts load on first touch, keeping `import bettong_nb` fast.
     import importlib
 
-    if name in _FACTORIES:
-        return getattr(importlib.import_module(f"{__name__}.providers.{_FACTORIES[name]}"), name)
     if name in ("capabilities", "providers", "edn", "notebook"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'bettong_nb' has no attribute {name!r}")

@@ -131,10 +131,10 @@ class _Run:
         return {"type": "tool_result", "tool_use_id": call.id, "content": call.result, "is_error": call.status != "ok"}
 
 
-async def execute(provider: Provider, options: Options, prompt: str, *, toolbox: Toolbox | None = None) -> RunResult:
+async def execute(provider: Provider, options: Options, prompt: str) -> RunResult:
     """Run one prompt to an answer. ``options.messages`` is a prior transcript to continue; its
     system prompt is kept as it is, so the provider's cached prefix survives."""
-    toolbox = toolbox or prepare(options)
+    toolbox = prepare(options)
     prior = list(options.messages)
     system = prior[0]["content"] if prior else toolbox.system
     listener = options.on_event or (lambda event: None)
@@ -144,6 +144,7 @@ async def execute(provider: Provider, options: Options, prompt: str, *, toolbox:
     budgets = budget.active(options.token_budget, options.cost_budget, options.prices)
     fields = options.request_fields()
     with events.listening(listener):
+        listener(events.RunStarted(toolbox.system, toolbox.tools))
         while True:
             if run.steps >= options.max_steps:
                 return run.result(None, False, stop_reason="max_steps", reason=f"hit max_steps ({options.max_steps})")

@@ -37,8 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from . import capabilities as caps
     from .errors import ServiceError
-    from .providers.offline import offline
-    from .providers.openai import deepseek
+    from .presets import deepseek, offline
 
     capabilities = []
     if args.root or args.writable:

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 __all__ = [
     "Event",
+    "RunStarted",
     "ModelRequest",
     "TextDelta",
     "ThinkingDelta",
@@ -37,6 +38,16 @@ __all__ = [
 @dataclass(frozen=True)
 class Event:
     kind = "event"
+
+
+@dataclass(frozen=True)
+class RunStarted(Event):
+    """A run begins: the system prompt and tools its capabilities give (a session compares them
+    with what the provider has cached)."""
+
+    system: str
+    tools: list
+    kind = "run-started"
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,10 @@ import asyncio
 import collections
 import threading
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any, Callable
 
 from . import approvals, budget, events, usage
 from ._sync import run_sync
-from .agent import Agent, ModelAgent, Toolbox, execute, prepare
 from .options import Options
 from .results import Ledger, RunResult
 
@@ -68,7 +67,7 @@ class Session(Ledger):
     """A conversation on any Agent. One turn at a time; a failed or cancelled turn leaves the
     transcript exactly as it was."""
 
-    def __init__(self, agent: Agent, *, token_budget: int | None = None, cost_budget: float | None = None):
+    def __init__(self, agent: Any, *, token_budget: int | None = None, cost_budget: float | None = None):
         self.agent = agent
         self.budget = (budget.Budget("session", token_budget, cost_budget, self.options.prices)
                        if token_budget is not None or cost_budget is not None else None)
@@ -97,39 +96,41 @@ class Session(Ledger):
     def last(self) -> RunResult | None:
         return self.results[-1] if self.results else None
 
-    def _guard_prefix(self, toolbox: Toolbox, options: Options) -> None:
-        """Warn when this turn would change what the provider has cached."""
-        listener = options.on_event or (lambda event: None)
+    def _guarded(self, listener: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+        """``listener``, and before it a check of each run's start: warn when this turn would
+        change what the provider has cached."""
+        tell = listener or (lambda event: None)
+
+        def on_event(event: Any) -> None:
+            if isinstance(event, events.RunStarted):
+                self._check_prefix(event, tell)
+            tell(event)
+
+        return on_event
+
+    def _check_prefix(self, start: events.RunStarted, tell: Callable[[Any], Any]) -> None:
         if self.transcript:
-            if toolbox.system != self.transcript[0]["content"]:
-                listener(events.CacheWarning(
+            if start.system != self.transcript[0]["content"]:
+                tell(events.CacheWarning(
                     "system", "The system prompt this turn would build differs from the session's (capabilities' "
                     "instructions or `system` changed). The session keeps its first system prompt so the cached "
                     "prefix survives; call clear() to start over with the new one."))
-            if self._tools is not None and toolbox.tools != self._tools:
+            if self._tools is not None and start.tools != self._tools:
                 before = [t["name"] for t in self._tools]
-                after = [t["name"] for t in toolbox.tools]
+                after = [t["name"] for t in start.tools]
                 if after[:len(before)] == before:
                     what = f"tools appended ({', '.join(after[len(before):])}); the cached prefix ends at the tools"
                 else:
                     what = (f"tools changed from [{', '.join(before)}] to [{', '.join(after)}]")
-                listener(events.CacheWarning("tools", f"{what}: this request pays full price for the whole prompt "
-                                                      "instead of the cached rate."))
-        self._tools = toolbox.tools
-
-    async def _turn(self, prompt: str, overrides: dict[str, Any]) -> RunResult:
-        overrides["messages"] = list(self.transcript)
-        if not isinstance(self.agent, ModelAgent):
-            return await self.agent.arun(prompt, **overrides)
-        provider, options = self.agent.resolve(overrides)
-        toolbox = prepare(options)  # once: the guard and the run read the same toolbox
-        self._guard_prefix(toolbox, options)
-        return await execute(provider, options, prompt, toolbox=toolbox)
+                tell(events.CacheWarning("tools", f"{what}: this request pays full price for the whole prompt "
+                                                  "instead of the cached rate."))
+        self._tools = start.tools
 
     async def arun(self, prompt: str, **overrides: Any) -> RunResult:
         async with self._lock:
+            overrides["on_event"] = self._guarded(overrides.get("on_event") or self.options.on_event)
             with budget.sharing(self.budget), approvals.conversation(self):
-                result = await self._turn(prompt, overrides)
+                result = await self.agent.arun(prompt, **overrides, messages=list(self.transcript))
             turn = self.turns + 1
             result.requests = [replace(r, turn=turn) for r in result.requests]
             for call in result.tool_calls:

@@ -256,8 +256,9 @@ def test_events_come_in_order():
     seen = []
     run([[("get_weather", {"city": "x"})], "ok"], capabilities=[weather_cap()], on_event=seen.append)
     kinds = [e.kind for e in seen]
-    assert kinds == ["model-request", "assistant", "tool-call-started", "tool-call", "model-request", "assistant"]
-    finished = seen[3]
+    assert kinds == ["run-started", "model-request", "assistant", "tool-call-started", "tool-call", "model-request",
+                     "assistant"]
+    finished = seen[4]
     assert isinstance(finished, events.ToolCallFinished)
     assert (finished.tool, finished.capability, finished.status) == ("get_weather", "weather", "ok")
 

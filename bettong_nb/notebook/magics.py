@@ -231,8 +231,7 @@ class AgentMagics(Magics):
         return kind, self.model, self.max_steps, prices
 
     def _default_agent(self, config: tuple) -> Any:
-        from ..providers.offline import offline
-        from ..providers.openai import deepseek
+        from ..presets import deepseek, offline
 
         kind, model, max_steps, prices = config
         make = deepseek if kind == "deepseek" else offline

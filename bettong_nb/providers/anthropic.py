@@ -38,11 +38,10 @@ from typing import Any, AsyncIterator, Callable, Iterable, Mapping
 
 from .. import events
 from ..usage import Usage
-from ..agent import ModelAgent
 from ..http import RETRY_STATUSES, Transport
 from ..provider import ProviderError, Request, Response
 
-__all__ = ["anthropic", "AnthropicProvider", "DEFAULT_MODEL", "API_VERSION", "encode_request", "decode_response", "usage_from"]
+__all__ = ["AnthropicProvider", "DEFAULT_MODEL", "API_VERSION", "encode_request", "decode_response", "usage_from"]
 
 DEFAULT_MODEL = "claude-opus-5"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -376,9 +375,3 @@ class AnthropicProvider:
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self.base_url!r}, model={self.model!r})"
-
-
-def anthropic(**options: Any) -> ModelAgent:
-    """An agent on Anthropic's Messages API (key from ANTHROPIC_API_KEY)."""
-    return ModelAgent(lambda o: AnthropicProvider(api_key=o.api_key, base_url=o.base_url, timeout=o.timeout,
-                                                  max_retries=o.max_retries), **options)

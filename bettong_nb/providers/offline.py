@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from ..agent import ModelAgent
 from ..provider import Request, Response, stream_by_completing
 from ..usage import Usage
 
-__all__ = ["offline", "OfflineModel", "OFFLINE_NOTICE"]
+__all__ = ["OfflineModel", "OFFLINE_NOTICE"]
 
 OFFLINE_NOTICE = ("(offline demo model: no API key is set, so no real model answered. "
                   "Set DEEPSEEK_API_KEY, or pass provider=, for real answers.)")
@@ -91,14 +90,3 @@ class OfflineModel:
             lines.append(f"- {preview}")
         lines.append(OFFLINE_NOTICE)
         return "\n".join(lines)
-
-
-def offline(root: str | None = None, **options: Any) -> ModelAgent:
-    """An agent on the offline demo model: no key, no network. With ``root``, it explores that
-    folder through a read-only filesystem capability (a first ``%%agent --approve`` cell shows
-    approval buttons with no key at all)."""
-    if root is not None:
-        from ..capabilities.filesystem import filesystem
-
-        options["capabilities"] = [filesystem(root=root), *(options.get("capabilities") or ())]
-    return ModelAgent(provider=OfflineModel(), **options)

@@ -36,11 +36,10 @@ from typing import Any, AsyncIterator, Callable, Mapping
 
 from .. import events
 from ..usage import Usage
-from ..agent import ModelAgent
 from ..http import Transport
 from ..provider import ProviderError, Request, Response, decode_arguments
 
-__all__ = ["ollama", "OllamaProvider", "DEFAULT_HOST", "host_url", "encode_request", "decode_response"]
+__all__ = ["OllamaProvider", "DEFAULT_HOST", "host_url", "encode_request", "decode_response"]
 
 DEFAULT_HOST = "http://localhost:11434"
 _WILDCARDS = {"0.0.0.0", "::", "*", ""}
@@ -229,9 +228,3 @@ class OllamaProvider:
 
     def __repr__(self) -> str:
         return f"OllamaProvider(base_url={self.base_url!r}, model={self.model!r})"
-
-
-def ollama(**options: Any) -> ModelAgent:
-    """An agent on a local Ollama server (no key; base_url default http://localhost:11434)."""
-    return ModelAgent(lambda o: OllamaProvider(base_url=o.base_url, timeout=o.timeout, max_retries=o.max_retries),
-                      **options)

@@ -1,7 +1,5 @@
 """OpenAI-compatible chat completions: DeepSeek, OpenAI, llama.cpp, vLLM and friends.
 
-    agent = bettong_nb.deepseek(capabilities=[...])        # key from DEEPSEEK_API_KEY
-    agent = bettong_nb.openai(base_url="http://127.0.0.1:8000/v1")
     provider = OpenAIProvider(base_url="http://127.0.0.1:8000/v1", api_key="sk-...")
     response = await provider.complete(Request(messages=[{"role": "user", "content": "hi"}]))
 
@@ -13,17 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Mapping
 
 from .. import events
 from ..usage import Usage, from_openai
-from ..agent import ModelAgent
 from ..http import Transport
 from ..options import Options
 from ..provider import ProviderError, Request, Response, decode_arguments
 
-__all__ = ["OpenAIProvider", "encode_request", "decode_response", "deepseek", "openai", "DEEPSEEK", "OPENAI"]
+__all__ = ["OpenAIProvider", "Service", "encode_request", "decode_response", "DEEPSEEK", "OPENAI"]
 
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
                  "length": "max_tokens", "content_filter": "refusal"}
@@ -244,16 +241,3 @@ class Service:
 
 DEEPSEEK = Service("deepseek", "DeepSeek", "DEEPSEEK_API_KEY", "https://api.deepseek.com", "deepseek-v4-flash")
 OPENAI = Service("openai", "OpenAI", "OPENAI_API_KEY", "https://api.openai.com/v1", "gpt-4.1-mini")
-
-
-def deepseek(**options: Any) -> ModelAgent:
-    """An agent on DeepSeek (key from DEEPSEEK_API_KEY, read at the first request)."""
-    return ModelAgent(DEEPSEEK.provider, **options)
-
-
-def openai(**options: Any) -> ModelAgent:
-    """An agent on any OpenAI-compatible server: ``base_url`` (or OPENAI_BASE_URL) is its API root,
-    ``/v1`` included where it has one; the key comes from OPENAI_API_KEY."""
-    service = replace(OPENAI, base_url=os.environ.get("OPENAI_BASE_URL") or OPENAI.base_url,
-                      model=os.environ.get("OPENAI_MODEL") or OPENAI.model)
-    return ModelAgent(service.provider, **options)
