@@ -265,6 +265,13 @@ QUERIES = {
         "SELECT channel, quantile_cont(quantity, 0.9) AS p90 FROM 'sales/*.parquet' GROUP BY channel ORDER BY channel",
         lambda f: f["sales"].groupby("channel", as_index=False).quantity.quantile(0.9)
         .rename(columns={"quantity": "p90"})),
+    "describe-a-file": (
+        "SELECT column_name FROM (DESCRIBE 'sales/2024.parquet')",
+        lambda f: pd.DataFrame({"column_name": [c for c in f["sales"].columns
+                                                if c not in ("file", "revenue", "year")]})),
+    "summarize-a-file": (
+        "SELECT column_name, count FROM (SUMMARIZE 'products.csv') ORDER BY column_name",
+        lambda f: pd.DataFrame({"column_name": sorted(f["products"].columns), "count": len(f["products"])})),
     "having-busy-categories": (
         "SELECT category, count(*) AS orders FROM 'sales/*.parquet' JOIN 'products.csv' USING (product_id) "
         "GROUP BY category HAVING count(*) > 2000 ORDER BY category",

@@ -243,10 +243,14 @@ class DuckDB:
             raise PermissionError(f"this query cannot be checked, so it is refused: {tree.get('error_message')}")
         return tree
 
-    def _scan(self, tree: dict) -> dict[int, tuple[str, str]]:
+    def _scan(self, tree: dict) -> dict[int | None, list[tuple[str, str]]]:
         """Refuse disallowed functions and tables; the places that may hold paths:
-        ``{byte offset in the SQL: (text, "file" | "table")}``."""
-        literals: dict[int, tuple[str, str]] = {}
+        ``{byte offset in the SQL, or None where the parser kept none: [(text, "file" | "table")]}``."""
+        literals: dict[int | None, list[tuple[str, str]]] = {}
+
+        def note(offset: Any, text: str, role: str) -> None:
+            valid = isinstance(offset, int) and 0 <= offset < 1 << 63  # the parser's "no location" is 2**64-1
+            literals.setdefault(offset if valid else None, []).append((text, role))
 
         def visit(node: Any) -> None:
             if isinstance(node, list):
@@ -263,7 +267,7 @@ class DuckDB:
                     raise PermissionError(f"the table function {name}() is not allowed in query_data")
                 if name in _FILE_FUNCTIONS:
                     for literal in _path_literals(function.get("arguments") or []):
-                        literals[literal["query_location"]] = (literal["literal"]["text"], "file")
+                        note(literal["query_location"], literal["literal"]["text"], "file")
                 visit({k: v for k, v in function.items() if k != "function_name"})
                 visit({k: v for k, v in node.items() if k != "function"})
                 return
@@ -276,18 +280,28 @@ class DuckDB:
                 if name.lower() in _REFUSED_TABLES:
                     raise PermissionError(f"{name} is not readable from query_data")
                 if not node.get("schema_name") and not node.get("catalog_name") and name not in self._table_names:
-                    literals[node.get("query_location")] = (name, "table")
+                    note(node.get("query_location"), name, "table")
             for value in node.values():
                 visit(value)
 
         visit(tree.get("statements"))
         return literals
 
-    def _rewrite(self, sql: str, literals: dict[int, tuple[str, str]]) -> str:
+    def _rewrite(self, sql: str, literals: dict[int | None, list[tuple[str, str]]]) -> str:
         """``sql`` with each path literal relative to the root made absolute (or an Excel view)."""
+        import duckdb as _duckdb
+
         data = sql.encode("utf-8")
-        for offset in sorted((o for o in literals if isinstance(o, int)), reverse=True):
-            path, role = literals[offset]
+        places = {offset: found[0] for offset, found in literals.items() if offset is not None}
+        if None in literals:  # DESCRIBE 'x.csv' keeps no location: find the quoted tokens that spell it
+            unplaced = set(literals[None])
+            for offset, _ in _duckdb.tokenize(sql):
+                quoted = _quoted_at(data, offset)
+                for text, role in unplaced:
+                    if quoted is not None and quoted[1] == text:
+                        places.setdefault(offset, (text, role))
+        for offset in sorted(places, reverse=True):
+            path, role = places[offset]
             quoted = _quoted_at(data, offset)
             if quoted is None or quoted[1] != path:
                 continue  # not written as a quoted literal here (an identifier, a CTE): leave it
