@@ -454,6 +454,33 @@ def test_a_slow_query_is_interrupted_at_its_timeout_while_the_loop_runs(shop):
     assert db.query("SELECT 42 AS answer").data["answer"].tolist() == [42], "the connection is usable again"
 
 
+def test_cancelling_the_tool_call_stops_its_query(shop):
+    db = caps.duckdb(shop, timeout=60, threads=2)
+
+    async def main():
+        call = asyncio.create_task(db.query_data(SLOW))
+        await asyncio.sleep(0.3)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        started = time.monotonic()
+        out = await db.query_data("SELECT 7 AS n")  # waits for the connection the slow query held
+        return out, time.monotonic() - started
+
+    out, waited = asyncio.run(main())
+    assert out.data["n"].tolist() == [7] and waited < 3, "the slow query was interrupted, not left to run 60 s"
+
+
+def test_memory_is_capped_and_nothing_spills_to_disk(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # DuckDB's default spill folder is .tmp in the working directory
+    big_sort = "SELECT count(*) AS n FROM (SELECT range FROM range(20000000) ORDER BY hash(range))"
+    with pytest.raises(MemoryError, match=r"more than the memory limit \(30MB\)"):
+        caps.duckdb(tables={"t": pd.DataFrame({"a": [1]})}, memory_limit="30MB").query(big_sort)
+    assert list(tmp_path.iterdir()) == []
+    assert caps.duckdb(tables={"t": pd.DataFrame({"a": [1]})}, memory_limit="2GB").query(big_sort).data["n"].tolist() \
+        == [20_000_000]
+
+
 def test_concurrent_calls_each_get_their_own_answer(analyst, frames):
     async def main():
         return await asyncio.gather(*(analyst.query_data(f"SELECT count(*) AS n FROM 'sales/{y}.parquet'")

@@ -408,6 +408,9 @@ class DuckDB:
         if isinstance(failure, _duckdb.InterruptException):
             raise TimeoutError(f"the query ran longer than {self.timeout:g} s and was stopped; "
                                "filter or aggregate more, or sample (USING SAMPLE 10%)")
+        if isinstance(failure, _duckdb.OutOfMemoryException):
+            raise MemoryError(f"the query needed more than the memory limit ({self.memory_limit}); "
+                              "aggregate or filter earlier, or select fewer columns") from None
         if isinstance(failure, _duckdb.PermissionException):
             raise PermissionError(self._permission_message(failure)) from None
         if failure is not None:
