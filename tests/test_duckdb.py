@@ -391,8 +391,9 @@ def test_describe_refusals(tree, guarded):
 def test_pyarrow_tables_are_read_only_views():
     table = pa.table({"k": ["a", "b", "a"], "v": [1, 2, 3]})
     db = caps.duckdb(tables={"t": table})
-    assert db.query("SELECT k, sum(v) AS s FROM t GROUP BY k ORDER BY k").data.to_dict("list") == \
-        {"k": ["a", "b"], "s": [4, 2]}
+    out = db.query("SELECT k, sum(v) AS s FROM t GROUP BY k ORDER BY k")
+    assert out.data.to_dict("list") == {"k": ["a", "b"], "s": [4, 2]}
+    assert out.text == "k (VARCHAR) | s (HUGEINT)\na | 4\nb | 2\n(2 rows)"
     with pytest.raises(PermissionError, match="not UPDATE"):
         db.query("UPDATE t SET v = 0")
     with pytest.raises(PermissionError, match="only files inside the data folder"):

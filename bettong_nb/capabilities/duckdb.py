@@ -457,9 +457,9 @@ class DuckDB:
         header = " | ".join(f"{_cell(name)} ({kind})" for name, kind in types)
         lines = [header]
         budget = self.max_chars - len(header) - 200  # room for the footer
-        dates = [kind == "DATE" for _, kind in types]  # pandas holds them as midnight timestamps
+        kinds = [kind for _, kind in types]
         for row in frame.iloc[:self.max_rows].itertuples(index=False, name=None):
-            line = " | ".join(_cell(value, date) for value, date in zip(row, dates))
+            line = " | ".join(_cell(value, kind) for value, kind in zip(row, kinds))
             if budget - len(line) - 1 < 0:
                 break
             budget -= len(line) + 1
@@ -538,7 +538,7 @@ def _message(exc: Exception) -> str:
     return str(exc).strip() or type(exc).__name__
 
 
-def _cell(value: Any, date: bool = False) -> str:
+def _cell(value: Any, kind: str = "") -> str:
     """One value of the text table: NULL for missing, newlines escaped, long text cut."""
     if value is None:
         return "NULL"
@@ -549,8 +549,11 @@ def _cell(value: Any, date: bool = False) -> str:
             return "NULL"
     except (TypeError, ValueError):  # arrays and other values pd.isna cannot judge as one
         pass
-    if date and hasattr(value, "date"):
+    # pandas holds a DATE as a midnight timestamp and a HUGEINT (what sum() of integers gives) as a float
+    if kind == "DATE" and hasattr(value, "date"):
         value = value.date()
+    elif kind in ("HUGEINT", "UHUGEINT") and isinstance(value, float) and value.is_integer():
+        value = int(value)
     text = str(value) if not isinstance(value, bytes) else repr(value)
     text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("|", "\\|")
     return text if len(text) <= _CELL_CHARS else text[:_CELL_CHARS - 1] + "…"
