@@ -337,7 +337,7 @@ class DuckDB:
         if name.endswith(_EXCEL):
             if _has_glob(path):
                 raise ValueError("describe_data reads one Excel file at a time; give its path without a glob")
-            return self._replacement(path)
+            return self._replacement(path) or _sql_string(path)
         reader = next((r for s, r in _READERS.items() if name.endswith(s)), None)
         if reader is None:
             raise ValueError(f"describe_data reads CSV, TSV, Parquet, JSON, NDJSON and Excel files; "
@@ -393,7 +393,7 @@ class DuckDB:
                     total += len(chunk)
                     if not len(chunk):
                         break
-            except _duckdb.Error as exc:
+            except Exception as exc:  # judged below, once the file log has been read
                 failure = exc
             finally:
                 timer.cancel()
