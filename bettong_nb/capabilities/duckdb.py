@@ -163,7 +163,7 @@ class DuckDB:
         parts = ["Use query_data to answer questions about data with one read-only DuckDB SQL query per call."]
         if self._root_path is not None:
             parts.append(f"Data files are in the folder {os.fspath(self.root)}; write a file's path relative to it "
-                         "as a string literal: SELECT ... FROM 'sales/2024.parquet', read_csv('products.csv'), "
+                         "as a string literal, for example SELECT ... FROM 'sales/2024.parquet', read_csv('products.csv'), "
                          "read_json('regions.json'); globs such as 'sales/*.parquet' read many files as one.")
         if self._table_names:
             parts.append("Tables: " + ", ".join(self._table_names) + ".")
