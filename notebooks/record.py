@@ -369,7 +369,8 @@ def environment() -> dict[str, str]:
     import importlib.metadata
 
     versions = {p: importlib.metadata.version(p) for p in
-                ("bettong_nb", "ipykernel", "ipython", "ipywidgets", "jupyterlab", "pandas", "matplotlib", "httpx")}
+                ("bettong_nb", "ipykernel", "ipython", "ipywidgets", "jupyterlab", "pandas", "matplotlib", "httpx",
+                 "duckdb", "pyarrow")}
     return {"python": sys.executable, "prefix": sys.prefix, **versions}
 
 

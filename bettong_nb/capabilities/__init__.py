@@ -8,6 +8,7 @@
 # otherwise replace the constructor on this package the first time something imported it.
 # `import bettong_nb` itself does not import this package, so it stays fast.
 from .brave import brave
+from .duckdb import duckdb
 from .duckduckgo import duckduckgo
 from .edn import edn
 from .filesystem import filesystem
@@ -21,4 +22,4 @@ from .tavily import tavily
 from .wikipedia import wikipedia
 
 __all__ = ["filesystem", "shell", "edn", "search", "duckduckgo", "wikipedia", "google", "tavily",
-           "brave", "serper", "namespace", "python"]
+           "brave", "serper", "namespace", "python", "duckdb"]

@@ -1,0 +1,581 @@
+"""The DuckDB capability: read-only SQL over a data folder and your DataFrames.
+
+    from bettong_nb import capabilities as caps
+
+    sql = caps.duckdb(root="shop")                      # files below shop/
+    sql = caps.duckdb(tables={"sales": df})             # only your DataFrames (pandas, polars, pyarrow)
+    sql.query("SELECT region, sum(amount) FROM 'sales/*.parquet' GROUP BY ALL").data   # a DataFrame
+    result = agent.run("Which region sold most in 2024?")
+    df = result.frames()[-1]                            # the last query's full result
+
+Tools: ``query_data(sql)`` runs one read-only query and answers with a bounded text table
+(column names and types, at most ``max_rows`` rows and ``max_chars`` characters, the total
+row count); the full result, up to :data:`MAX_DATA_ROWS` rows, is the ToolOutput's ``data``
+for the person, never sent to the model. ``describe_data(path)`` shows the columns, row count
+and first rows of a CSV / TSV / Parquet / JSON / NDJSON / Excel file (or a glob of them, or a
+registered table). In SQL, a path is relative to the root when written as a string literal
+(``FROM 'sales/2024.parquet'``, ``read_csv('products.csv')``, globs like ``'sales/*.parquet'``).
+
+Confinement, in layers:
+
+* DuckDB's own: before any query the connection gets ``allowed_directories=[root]`` and
+  ``enable_external_access=false``, no extension installing or loading, no Python variable
+  lookup, no spilling to disk, then ``lock_configuration=true``. Reads outside the root
+  (absolute paths, ``..``, symlinks leading out, remote URLs) fail in DuckDB itself.
+* Statements: only one statement per call, and only a plain query (SELECT, WITH, FROM,
+  VALUES, DESCRIBE, SUMMARIZE, SHOW), judged by DuckDB's parser; a comment cannot hide a second
+  statement. Table functions are allowlisted (the file readers, ``range``, ``unnest``, catalog
+  listings), so ``query()``, logging and checkpoint functions, pointer scans and
+  ``json_execute_serialized_sql`` are refused, as are ``current_setting``/``getenv``/``write_log``.
+* Credential files (``.env``, ``.ssh/``, ``*.pem``, ... as for the filesystem capability) are
+  judged where a file is really opened: DuckDB logs every file its queries open, and a query
+  that opened one has its result and error message thrown away. So a glob (``'*'`` matches
+  ``.env``), a path computed in SQL (``'.e' || 'nv'``) or a harmless-named symlink to a key
+  reads nothing back. (``read_blob`` without its content column reads only a file's size.)
+* A query runs in a worker thread and is interrupted after ``timeout`` seconds; DuckDB's
+  memory is capped by ``memory_limit``; ``threads`` caps its worker threads.
+
+Excel files need openpyxl; they are read in Python through the same confined root, because
+DuckDB's Excel extension would have to be downloaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .._rooted import Root, is_credential_path, read_up_to
+from ..capability import Tool, ToolOutput
+
+__all__ = ["duckdb", "DuckDB", "MAX_DATA_ROWS"]
+
+MAX_DATA_ROWS = 1_000_000  # rows of a result kept as the person's DataFrame
+_SAMPLE_ROWS = 5  # rows describe_data shows
+_CELL_CHARS = 60  # longest cell shown in the text table
+_CHUNK_VECTORS = 16  # DuckDB vectors (2048 rows each) fetched at a time
+_EXCEL_BYTES = 50_000_000
+
+_READERS = {  # describe_data: file suffix -> DuckDB reader
+    ".parquet": "read_parquet", ".pq": "read_parquet", ".parq": "read_parquet",
+    ".csv": "read_csv", ".tsv": "read_csv", ".txt": "read_csv",
+    ".json": "read_json", ".ndjson": "read_ndjson", ".jsonl": "read_ndjson",
+}
+_COMPRESSED = (".gz", ".zst")
+_EXCEL = (".xlsx", ".xlsm", ".xls")
+
+# Table functions whose first argument is a path or a list of paths.
+_FILE_FUNCTIONS = frozenset({
+    "read_csv", "read_csv_auto", "read_parquet", "parquet_scan", "read_json", "read_json_auto",
+    "read_json_objects", "read_json_objects_auto", "read_ndjson", "read_ndjson_auto",
+    "read_ndjson_objects", "read_text", "read_blob", "glob", "sniff_csv", "parquet_metadata",
+    "parquet_schema", "parquet_file_metadata", "parquet_kv_metadata",
+})
+_TABLE_FUNCTIONS = _FILE_FUNCTIONS | {
+    "range", "generate_series", "unnest", "repeat", "json_each", "json_tree", "duckdb_tables",
+    "duckdb_columns", "duckdb_views", "duckdb_types", "duckdb_functions", "duckdb_keywords",
+    "pragma_table_info", "pg_timezone_names", "icu_calendar_names",
+}
+_REFUSED_FUNCTIONS = frozenset({"current_setting", "getenv", "write_log", "json_execute_serialized_sql",
+                                "getvariable"})
+_REFUSED_TABLES = frozenset({"duckdb_logs", "duckdb_settings", "duckdb_secrets", "duckdb_log_contexts",
+                             "duckdb_logs_parsed"})
+_FRAME_MODULES = frozenset({"pandas", "polars", "pyarrow"})
+
+
+@dataclass(eq=False)
+class DuckDB:
+    """SQL tools for an agent; build it with :func:`duckdb`."""
+
+    root: str | os.PathLike | None = None
+    tables: Mapping[str, Any] | None = None
+    max_rows: int = 50
+    max_chars: int = 8000
+    timeout: float = 30
+    memory_limit: str = "1GB"
+    threads: int | None = None
+    id: str = field(default="duckdb", init=False)
+    instructions: str = field(init=False)
+    tools: list[Tool] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._root_path = None
+        if self.root is not None:
+            self._root_path = os.path.realpath(os.path.expanduser(os.fspath(self.root)))
+            if not os.path.isdir(self._root_path):
+                raise FileNotFoundError(f"The data root {os.fspath(self.root)} is not an existing directory")
+        self._files = None if self._root_path is None else Root(self._root_path, owner="a duckdb capability")
+        self._table_names = tuple(self.tables or ())
+        self._lock = threading.Lock()  # one query at a time: the connection, its log and views are shared
+        self._running: object | None = None  # the query a timer may interrupt
+        self._state = threading.Lock()  # so a late timer cannot interrupt the next query
+        self._excel_views: dict[str, tuple[tuple[int, int], str]] = {}
+        self._con = self._connect()
+        self.instructions = self._instructions()
+        self.tools = [
+            Tool(name="query_data", handler=self.query_data,
+                 description=(f"Run one read-only DuckDB SQL query and get a table of at most {self.max_rows} rows "
+                              "with the total row count. Aggregate, filter and join in SQL."),
+                 parameters={"sql": {"type": "string", "description": "One SELECT query.", "required": True}}),
+            Tool(name="describe_data", handler=self.describe_data,
+                 description=("Columns with their types, the row count and the first rows of a data file "
+                              "(CSV, TSV, Parquet, JSON, NDJSON, Excel), a glob of files, or a table."),
+                 parameters={"path": {"type": "string", "required": True,
+                                      "description": "A file path relative to the data folder, a glob, or a table name."}}),
+        ]
+
+    # --- setup --------------------------------------------------------------------------------
+
+    def _connect(self):
+        import duckdb as _duckdb
+
+        config = {"temp_directory": "",  # never spill to disk (it would be the kernel's cwd)
+                  "enable_external_file_cache": False,  # every read reaches the file system, and its log
+                  "autoinstall_known_extensions": False, "autoload_known_extensions": False,
+                  "allow_community_extensions": False,
+                  "python_enable_replacements": False,  # FROM some_df must not find the kernel's variables
+                  "memory_limit": self.memory_limit}
+        if self.threads is not None:
+            config["threads"] = self.threads
+        con = _duckdb.connect(":memory:", config=config)
+        # These three cannot be given to connect(); the order matters: allowed directories before
+        # external access goes off, the file log before the lock.
+        allowed = [] if self._root_path is None else [self._root_path + os.sep]
+        con.execute("SET allowed_directories = ?", [allowed])
+        con.execute("SET enable_external_access = false")
+        con.execute("SET allow_extension_repositories = 'forbidden'")
+        con.execute("CALL enable_logging('FileSystem')")
+        con.execute("SET lock_configuration = true")
+        for name, frame in (self.tables or {}).items():
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError(f"table names must be non-blank strings, not {name!r}")
+            if type(frame).__module__.split(".")[0] not in _FRAME_MODULES:
+                raise TypeError(f"table {name!r} must be a pandas, polars or pyarrow frame, "
+                                f"not {type(frame).__name__}")
+            con.register(name, frame)
+        return con
+
+    def _instructions(self) -> str:
+        parts = ["Use query_data to answer questions about data with one read-only DuckDB SQL query per call."]
+        if self._root_path is not None:
+            parts.append(f"Data files are in the folder {os.fspath(self.root)}; write a file's path relative to it "
+                         "as a string literal, for example SELECT ... FROM 'sales/2024.parquet', read_csv('products.csv'), "
+                         "read_json('regions.json'); globs such as 'sales/*.parquet' read many files as one.")
+        if self._table_names:
+            parts.append("Tables: " + ", ".join(self._table_names) + ".")
+        parts.append(f"Call describe_data first to see columns and types. Results show at most {self.max_rows} "
+                     "rows: aggregate, filter and join in SQL (GROUP BY, COUNT, SUM, AVG, window functions) "
+                     "rather than paging through rows. Only SELECT queries run; nothing can be written or "
+                     "changed, and files outside the folder and credential files are refused.")
+        return " ".join(parts)
+
+    # --- the tools ----------------------------------------------------------------------------
+
+    async def query_data(self, sql: str | None = None) -> ToolOutput:
+        """The ``query_data`` tool: :meth:`query` in a worker thread."""
+        return await self._in_thread(self.query, sql)
+
+    async def describe_data(self, path: str | None = None) -> str:
+        """The ``describe_data`` tool: :meth:`describe` in a worker thread."""
+        return await self._in_thread(self.describe, path)
+
+    async def _in_thread(self, method, argument):
+        try:
+            return await asyncio.to_thread(method, argument)
+        except asyncio.CancelledError:
+            self._interrupt(self._running)  # the run was cancelled: stop the query too
+            raise
+
+    def query(self, sql: str | None = None) -> ToolOutput:
+        """Run one read-only query: ``ToolOutput(text=<bounded table>, data=<DataFrame>)``.
+
+        ``data.attrs`` holds ``total_rows`` and ``truncated`` (more than :data:`MAX_DATA_ROWS`).
+        """
+        if not isinstance(sql, str) or not sql.strip():
+            raise ValueError("sql must be one SQL query, as a non-blank string")
+        frame, types, total = self._run(self._checked(sql))
+        frame.attrs.update(sql=sql, total_rows=total, truncated=total > len(frame))
+        return ToolOutput(text=self._table(frame, types, total), data=frame)
+
+    def describe(self, path: str | None = None) -> str:
+        """Columns, row count and first rows of a file, glob or table."""
+        if not isinstance(path, str) or not path.strip():
+            raise ValueError("path must be a file path relative to the data folder, a glob, or a table name")
+        source = self._source(path)
+        columns, _, _ = self._run(f"DESCRIBE SELECT * FROM {source}")
+        count, _, _ = self._run(f"SELECT count(*) FROM {source}")
+        sample, types, _ = self._run(f"SELECT * FROM {source} LIMIT {_SAMPLE_ROWS}")
+        rows = int(count.iloc[0, 0])
+        lines = [f"{path}: {rows:,} rows, {len(columns)} columns"]
+        lines += [f"  {name}  {kind}" for name, kind in zip(columns["column_name"], columns["column_type"])]
+        head = self._table(sample, types, len(sample), footer=False) if len(sample) else "(no rows)"
+        return "\n".join(lines) + f"\nFirst rows:\n{head}"
+
+    # --- checking a query ---------------------------------------------------------------------
+
+    def _checked(self, sql: str) -> str:
+        """The query to run: one read-only statement, relative paths made absolute."""
+        rewritten = self._rewrite(sql, self._scan(self._tree(sql)))
+        if rewritten != sql:
+            self._scan(self._tree(rewritten))  # the rewrite only swapped literals; make sure of it
+        return rewritten
+
+    def _tree(self, sql: str) -> dict:
+        import duckdb as _duckdb
+
+        try:
+            statements = _duckdb.extract_statements(sql)
+        except _duckdb.Error as exc:
+            raise ValueError(_message(exc)) from None
+        if len(statements) != 1:
+            raise PermissionError(f"query_data runs exactly one SQL statement per call; this has {len(statements)}")
+        if statements[0].type.name != "SELECT":
+            raise PermissionError("only read-only queries (SELECT, WITH, DESCRIBE, SUMMARIZE) are allowed, "
+                                  f"not {_first_word(sql)}")
+        with self._lock:
+            text = self._con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0]
+        tree = json.loads(text)
+        if tree.get("error"):
+            raise PermissionError(f"this query cannot be checked, so it is refused: {tree.get('error_message')}")
+        return tree
+
+    def _scan(self, tree: dict) -> dict[int | None, list[tuple[str, str]]]:
+        """Refuse disallowed functions and tables; the places that may hold paths:
+        ``{byte offset in the SQL, or None where the parser kept none: [(text, "file" | "table")]}``."""
+        literals: dict[int | None, list[tuple[str, str]]] = {}
+
+        def note(offset: Any, text: str, role: str) -> None:
+            valid = isinstance(offset, int) and 0 <= offset < 1 << 63  # the parser's "no location" is 2**64-1
+            literals.setdefault(offset if valid else None, []).append((text, role))
+
+        def visit(node: Any) -> None:
+            if isinstance(node, list):
+                for item in node:
+                    visit(item)
+                return
+            if not isinstance(node, dict):
+                return
+            kind = node.get("type")
+            if kind == "TABLE_FUNCTION" and isinstance(node.get("function"), dict):
+                function = node["function"]
+                name = str(function.get("function_name", "")).lower()
+                if name not in _TABLE_FUNCTIONS:
+                    raise PermissionError(f"the table function {name}() is not allowed in query_data")
+                if name in _FILE_FUNCTIONS:
+                    for literal in _path_literals(function.get("arguments") or []):
+                        note(literal["query_location"], literal["literal"]["text"], "file")
+                visit({k: v for k, v in function.items() if k != "function_name"})
+                visit({k: v for k, v in node.items() if k != "function"})
+                return
+            if node.get("class") == "FUNCTION":
+                name = str(node.get("function_name", "")).lower()
+                if name in _REFUSED_FUNCTIONS:
+                    raise PermissionError(f"the function {name}() is not allowed in query_data")
+            if kind == "BASE_TABLE":
+                name = str(node.get("table_name", ""))
+                if name.lower() in _REFUSED_TABLES:
+                    raise PermissionError(f"{name} is not readable from query_data")
+                if not node.get("schema_name") and not node.get("catalog_name") and name not in self._table_names:
+                    note(node.get("query_location"), name, "table")
+            for value in node.values():
+                visit(value)
+
+        visit(tree.get("statements"))
+        return literals
+
+    def _rewrite(self, sql: str, literals: dict[int | None, list[tuple[str, str]]]) -> str:
+        """``sql`` with each path literal relative to the root made absolute (or an Excel view)."""
+        import duckdb as _duckdb
+
+        data = sql.encode("utf-8")
+        places = {offset: found[0] for offset, found in literals.items() if offset is not None}
+        if None in literals:  # DESCRIBE 'x.csv' keeps no location: find the quoted tokens that spell it
+            unplaced = set(literals[None])
+            for offset, _ in _duckdb.tokenize(sql):
+                quoted = _quoted_at(data, offset)
+                for text, role in unplaced:
+                    if quoted is not None and quoted[1] == text:
+                        places.setdefault(offset, (text, role))
+        for offset in sorted(places, reverse=True):
+            path, role = places[offset]
+            quoted = _quoted_at(data, offset)
+            if quoted is None or quoted[1] != path:
+                continue  # not written as a quoted literal here (an identifier, a CTE): leave it
+            if role == "table" and not any(c in path for c in "./*"):
+                continue
+            replacement = self._replacement(path)
+            if replacement is not None:
+                data = data[:offset] + replacement.encode("utf-8") + data[quoted[0]:]
+        return data.decode("utf-8")
+
+    def _replacement(self, path: str) -> str | None:
+        """What a path literal becomes: the absolute path inside the root, an Excel view, or None (as is)."""
+        if self._root_path is None or "://" in path or path.startswith("~"):
+            return None
+        full = os.path.normpath(os.path.join(self._root_path, path))
+        if not _has_glob(path):
+            real = os.path.realpath(full)
+            if _is_credential(real):
+                raise PermissionError(f"{path} is a credential file; credential files are never read")
+            if real.lower().endswith(_EXCEL):
+                return '"' + self._excel_view(path).replace('"', '""') + '"'
+        return "'" + full.replace("'", "''") + "'"
+
+    def _source(self, path: str) -> str:
+        """describe_data's FROM clause for a table name, a file or a glob."""
+        if path in self._table_names:
+            return '"' + path.replace('"', '""') + '"'
+        if self._root_path is None:
+            raise FileNotFoundError(f"No table called {path}; the tables are: {', '.join(self._table_names)}")
+        name = path.lower()
+        for suffix in _COMPRESSED:
+            name = name.removesuffix(suffix)
+        if name.endswith(_EXCEL):
+            if _has_glob(path):
+                raise ValueError("describe_data reads one Excel file at a time; give its path without a glob")
+            return self._replacement(path) or _sql_string(path)
+        reader = next((r for s, r in _READERS.items() if name.endswith(s)), None)
+        if reader is None:
+            raise ValueError(f"describe_data reads CSV, TSV, Parquet, JSON, NDJSON and Excel files; "
+                             f"{path} is none of these")
+        return f"{reader}({self._replacement(path) or _sql_string(path)})"
+
+    def _excel_view(self, path: str) -> str:
+        """A view over the first sheet of an Excel file, read through the confined root."""
+        import pandas as pd
+
+        def load(fd: int, info: os.stat_result):
+            if info.st_size > _EXCEL_BYTES:
+                raise ValueError(f"{path} is larger than {_EXCEL_BYTES:,} bytes; convert it to Parquet or CSV")
+            return (info.st_mtime_ns, info.st_size), read_up_to(fd, info.st_size)
+
+        stamp, data = self._files.read(path, load, directory_note="it is a directory")
+        known = self._excel_views.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        try:
+            frame = pd.read_excel(io.BytesIO(data), sheet_name=0)
+        except ImportError:
+            raise RuntimeError("reading Excel files needs openpyxl: pip install openpyxl") from None
+        name = f"excel:{path}"
+        with self._lock:
+            self._con.register(name, frame)
+        self._excel_views[path] = (stamp, name)
+        return name
+
+    # --- running ------------------------------------------------------------------------------
+
+    def _run(self, sql: str):
+        """``(frame, [(column, type)], total_rows)``; refused when the query opened a credential file."""
+        import duckdb as _duckdb
+        import pandas as pd
+
+        token = object()
+        timer = threading.Timer(self.timeout, self._interrupt, args=(token,))
+        failure: Exception | None = None
+        with self._lock:
+            self._con.execute("CALL truncate_duckdb_logs()")
+            with self._state:
+                self._running = token
+            timer.start()
+            try:
+                result = self._con.execute(sql)
+                types = [(str(d[0]), str(d[1])) for d in result.description]
+                chunks, total = [], 0
+                while True:  # keep the first MAX_DATA_ROWS rows, count them all
+                    chunk = result.fetch_df_chunk(_CHUNK_VECTORS)
+                    if not chunks or total < MAX_DATA_ROWS:  # the first, even empty, carries the columns
+                        chunks.append(chunk.iloc[:MAX_DATA_ROWS - total])
+                    total += len(chunk)
+                    if not len(chunk):
+                        break
+            except Exception as exc:  # judged below, once the file log has been read
+                failure = exc
+            finally:
+                timer.cancel()
+                with self._state:
+                    self._running = None
+                opened = self._opened()
+        secret = sorted(p for p in opened if _is_credential(os.path.realpath(p)))
+        if secret:
+            shown = ", ".join(self._shown(p) for p in secret)
+            raise PermissionError(f"the query opened a credential file ({shown}); credential files are never "
+                                  "read, so its result is withheld")
+        if isinstance(failure, _duckdb.InterruptException):
+            raise TimeoutError(f"the query ran longer than {self.timeout:g} s and was stopped; "
+                               "filter or aggregate more, or sample (USING SAMPLE 10%)")
+        if isinstance(failure, _duckdb.OutOfMemoryException):
+            raise MemoryError(f"the query needed more than the memory limit ({self.memory_limit}); "
+                              "aggregate or filter earlier, or select fewer columns") from None
+        if isinstance(failure, _duckdb.PermissionException):
+            raise PermissionError(self._permission_message(failure)) from None
+        if failure is not None:
+            raise ValueError(_message(failure)) from None
+        frame = pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else chunks[0]
+        return frame, types, total
+
+    def _opened(self) -> set[str]:
+        """The files DuckDB opened since the log was last cleared; clears it."""
+        rows = self._con.execute("SELECT DISTINCT json_extract_string(message, '$.path') FROM duckdb_logs() "
+                                 "WHERE type = 'FileSystem'").fetchall()
+        self._con.execute("CALL truncate_duckdb_logs()")
+        return {path for (path,) in rows if path}
+
+    def _interrupt(self, token: object | None) -> None:
+        with self._state:
+            if token is not None and self._running is token:
+                self._con.interrupt()
+
+    def _permission_message(self, exc: Exception) -> str:
+        text = _message(exc)
+        start = text.find('"')
+        end = text.find('"', start + 1)
+        if start < 0 or end < 0:
+            return text
+        path = text[start + 1:end]
+        where = f" ({os.fspath(self.root)})" if self.root is not None else ""
+        hint = ""
+        if not os.path.isabs(path) and "://" not in path:
+            hint = ("; a path computed in SQL is not resolved from the data folder: write paths as string "
+                    "literals, relative to the folder")
+        return (f"cannot read {self._shown(path)}: only files inside the data folder{where} can be read, "
+                f"and remote or system access is off{hint}")
+
+    def _shown(self, path: str) -> str:
+        """A path as the model wrote it: relative to the root when inside."""
+        if self._root_path is not None and path.startswith(self._root_path + os.sep):
+            return path[len(self._root_path) + 1:]
+        return path
+
+    # --- the text table -----------------------------------------------------------------------
+
+    def _table(self, frame, types: list[tuple[str, str]], total: int, *, footer: bool = True) -> str:
+        header = " | ".join(f"{_cell(name)} ({kind})" for name, kind in types)
+        lines = [header]
+        budget = self.max_chars - len(header) - 200  # room for the footer
+        kinds = [kind for _, kind in types]
+        for row in frame.iloc[:self.max_rows].itertuples(index=False, name=None):
+            line = " | ".join(_cell(value, kind) for value, kind in zip(row, kinds))
+            if budget - len(line) - 1 < 0:
+                break
+            budget -= len(line) + 1
+            lines.append(line)
+        if len(header) > self.max_chars - 200:
+            lines = [header[:self.max_chars - 200] + "…"]
+        shown = len(lines) - 1
+        if footer:
+            if total == shown:
+                lines.append(f"({total:,} row{'s' if total != 1 else ''})")
+            else:
+                lines.append(f"… {total - shown:,} more rows ({total:,} rows in all, {shown} shown). "
+                             "Aggregate or filter in SQL rather than paging through rows.")
+        return "\n".join(lines)
+
+
+def _path_literals(arguments: list) -> list[dict]:
+    """The string constants of a file function's first positional argument (a path or a list)."""
+    if not arguments or arguments[0].get("name"):
+        return []
+    expression = arguments[0].get("expression") or {}
+    if expression.get("class") == "FUNCTION" and expression.get("function_name") == "list_value":
+        candidates = [a.get("expression") or {} for a in expression.get("arguments") or []]
+    else:
+        candidates = [expression]
+    return [c for c in candidates if c.get("class") == "CONSTANT"
+            and (c.get("literal") or {}).get("kind") == "STRING" and isinstance(c.get("query_location"), int)]
+
+
+def _quoted_at(data: bytes, offset: int) -> tuple[int, str] | None:
+    """``(end, value)`` of the '...' or "..." token at byte ``offset`` of ``data``, else None."""
+    if offset >= len(data) or data[offset:offset + 1] not in (b"'", b'"'):
+        return None
+    quote = data[offset:offset + 1]
+    index, parts = offset + 1, []
+    while True:
+        close = data.find(quote, index)
+        if close < 0:
+            return None
+        parts.append(data[index:close])
+        if data[close + 1:close + 2] == quote:  # a doubled quote stands for one
+            parts.append(quote)
+            index = close + 2
+            continue
+        return close + 1, b"".join(parts).decode("utf-8", "replace")
+
+
+def _first_word(sql: str) -> str:
+    """The statement's first keyword (USE, INSTALL, COPY ...), past any comments."""
+    import duckdb as _duckdb
+
+    for offset, kind in _duckdb.tokenize(sql):
+        if kind.name != "comment":
+            return sql[offset:].split(None, 1)[0].upper().rstrip(";")
+    return "an empty statement"
+
+
+def _has_glob(path: str) -> bool:
+    return any(c in path for c in "*?[{")
+
+
+def _is_credential(real_path: str) -> bool:
+    """Whether an absolute, resolved path is a credential file.
+
+    Integration point: the filesystem capability's list lives in ``bettong_nb._rooted``; when it
+    moves to ``bettong_nb.secrets.is_credential_path``, call that here.
+    """
+    return is_credential_path(real_path)
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _message(exc: Exception) -> str:
+    return str(exc).strip() or type(exc).__name__
+
+
+def _cell(value: Any, kind: str = "") -> str:
+    """One value of the text table: NULL for missing, newlines escaped, long text cut."""
+    if value is None:
+        return "NULL"
+    try:
+        import pandas as pd
+
+        if not isinstance(value, (list, dict, tuple)) and pd.isna(value):
+            return "NULL"
+    except (TypeError, ValueError):  # arrays and other values pd.isna cannot judge as one
+        pass
+    # pandas holds a DATE as a midnight timestamp and a HUGEINT (what sum() of integers gives) as a float
+    if kind == "DATE" and hasattr(value, "date"):
+        value = value.date()
+    elif kind in ("HUGEINT", "UHUGEINT") and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = str(value) if not isinstance(value, bytes) else repr(value)
+    text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("|", "\\|")
+    return text if len(text) <= _CELL_CHARS else text[:_CELL_CHARS - 1] + "…"
+
+
+def duckdb(root: str | os.PathLike | None = None, *, tables: Mapping[str, Any] | None = None, max_rows: int = 50,
+           max_chars: int = 8000, timeout: float = 30, memory_limit: str = "1GB", threads: int | None = None,
+           **unknown: Any) -> DuckDB:
+    """Read-only SQL: ``query_data`` and ``describe_data`` over the files below ``root`` and the
+    DataFrames in ``tables`` (registered as read-only views). At least one of the two is needed.
+
+        caps.duckdb(root="shop", tables={"targets": targets_df}, timeout=10)
+    """
+    if unknown:
+        raise TypeError(f"duckdb() got unknown option(s) {', '.join(sorted(unknown))}; it takes root, tables, "
+                        "max_rows, max_chars, timeout, memory_limit and threads")
+    if root is None and not tables:
+        raise ValueError("duckdb() needs root= (a data folder) or tables= (DataFrames by name), or both")
+    for name, value, minimum in (("max_rows", max_rows, 1), ("max_chars", max_chars, 500)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"{name} must be a whole number of at least {minimum}, not {value!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    return DuckDB(root=root, tables=tables, max_rows=max_rows, max_chars=max_chars, timeout=timeout,
+                  memory_limit=memory_limit, threads=threads)
