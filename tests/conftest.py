@@ -1,12 +1,9 @@
-import os
-import sys
+"""Fixtures shared by the suites. Support code lives in the ``support`` package beside this file
+(pytest puts this folder on the import path, as it does for every rootdir test folder)."""
 
-# tests import their loopback fixtures as plain modules (from servers import ...)
-sys.path.insert(0, os.path.dirname(__file__))
+import pytest
 
-import pytest  # noqa: E402
-
-from wire_servers import WIRES, Switchboard, Wire  # noqa: E402
+from support.wire import WIRES, Switchboard, Wire
 
 
 @pytest.fixture(params=WIRES, ids=[w.name for w in WIRES])

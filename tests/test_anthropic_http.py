@@ -12,8 +12,8 @@ from bettong_nb import ProviderError, events
 from bettong_nb.providers.anthropic import AnthropicProvider, encode_request
 from bettong_nb.provider import Request, SystemBlock
 from bettong_nb.usage import Usage, summary
-from servers import Reply
-from wire_servers import KEY, AnthropicScript, assert_well_formed, recorded, weather, wire
+from support.servers import Reply
+from support.wire import KEY, AnthropicScript, assert_well_formed, recorded, weather, wire
 
 ANSWER = "The capital of Lithuania is Vilnius."
 

@@ -10,7 +10,7 @@ import bettong_nb
 from bettong_nb import events
 from bettong_nb.providers import Response
 from bettong_nb.providers.scripted import Scripted
-from servers import LoopbackServer, Reply, chat_message
+from support.servers import LoopbackServer, Reply, chat_message
 
 
 def echo_server(delays=None, fail_on=None):

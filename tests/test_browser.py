@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import JupyterLab, cell, chromium, open_notebook, run_cell, wait_idle
+from support.browser import JupyterLab, cell, chromium, open_notebook, run_cell, wait_idle
 
 pytestmark = pytest.mark.browser
 

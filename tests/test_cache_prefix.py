@@ -4,7 +4,7 @@ import json
 
 import bettong_nb
 from bettong_nb import events
-from servers import ChatScript, LoopbackServer, chat_message, tool_call
+from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 
 
 def cap(id, *names, instructions=None):

@@ -17,8 +17,8 @@ import pytest
 
 import bettong_nb
 from bettong_nb import events
-from servers import Reply
-from wire_servers import WIRES, Switchboard, Wire, assert_well_formed
+from support.servers import Reply
+from support.wire import WIRES, Switchboard, Wire, assert_well_formed
 
 FIRST, CANCELLED, NEXT = "What is the weather in Vilnius?", "And in Kaunas?", "Thanks. The capital?"
 

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from servers import ChatScript, LoopbackServer, chat_message, tool_call
+from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -30,7 +30,7 @@ import bettong_nb
 from bettong_nb import capabilities as caps
 from bettong_nb.capabilities.duckdb import MAX_DATA_ROWS
 from bettong_nb.capability import ToolOutput, invoke, registry
-from servers import ChatScript, LoopbackServer, chat_message, tool_call
+from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 from test_filesystem import snapshot
 
 REPO = Path(__file__).resolve().parent.parent

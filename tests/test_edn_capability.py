@@ -1,6 +1,5 @@
 """The EDN capability: its tools, what they say to the model, and where they may reach."""
 
-import asyncio
 import itertools
 import json
 import os
@@ -14,10 +13,11 @@ import bettong_nb
 from bettong_nb import capabilities as caps
 from bettong_nb import edn as edn_module
 from bettong_nb.capabilities.edn import MAX_FILE_BYTES, MAX_SHOWN_CHARS
-from bettong_nb.capability import invoke, registry, schemas
-from servers import ChatScript, LoopbackServer, chat_message, tool_call
+from bettong_nb.capability import registry, schemas
+from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 # the flipping thread and the tree snapshot of the filesystem's race tests
 from test_filesystem import race, snapshot, tally
+from support.tools import tool_result
 
 CONFIG = """;; service
 {:server {:host "localhost"
@@ -29,8 +29,8 @@ CONFIG = """;; service
 
 
 def call(cap, name, args):
-    text, redactions = asyncio.run(invoke(registry([cap]), name, args))
-    assert redactions == 0
+    text, redactions = tool_result(cap, name, args)
+    assert redactions == 0  # nothing here looks like a credential
     return text
 
 

@@ -13,7 +13,6 @@ nothing changed except what the case wrote or deleted.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -25,11 +24,12 @@ import time
 from pathlib import Path
 
 import pytest
-from servers import ChatScript, LoopbackServer, chat_message, tool_call
+from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 
 import bettong_nb
 from bettong_nb.capabilities.filesystem import MAX_READ_CHARS, filesystem, is_credential_path
-from bettong_nb.capability import invoke, registry, schemas
+from bettong_nb.capability import registry, schemas
+from support.tools import model_reads
 
 CORPORA = Path(__file__).parent / "corpora"
 SENTINEL = "OUTSIDE-SECRET"
@@ -194,9 +194,7 @@ def capability_for(mode: str, tmp: Path):
     raise AssertionError(f"unknown mode {mode}")
 
 
-def call(cap, tool: str, args: dict) -> str:
-    text, _ = asyncio.run(invoke(registry([cap]), tool, args))
-    return text
+call = model_reads
 
 
 # --- the corpus ---------------------------------------------------------------------------------

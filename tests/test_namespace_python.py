@@ -1,6 +1,5 @@
 """The namespace (read-only) and python (approved) capabilities, with plain dicts."""
 
-import asyncio
 import copy
 
 import numpy as np
@@ -9,12 +8,11 @@ import pytest
 
 import bettong_nb
 from bettong_nb import capabilities as caps
-from bettong_nb.capability import invoke, registry
 from bettong_nb.providers.scripted import Scripted
+from support.tools import model_reads
 
 
-def call(cap, tool, **args):
-    return asyncio.run(invoke(registry([cap]), tool, args))[0]
+call = model_reads
 
 
 class BadRepr:

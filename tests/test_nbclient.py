@@ -9,35 +9,19 @@ import shutil
 import time
 from pathlib import Path
 
-import nbclient
 import nbformat
 from jupyter_client.manager import start_new_kernel
 
 from bettong_nb.notebook.approvals import INTERRUPT_REASON
+from support.notebooks import WIDGET, data as _data, run_notebook, stdout as _stdout
 
 NOTEBOOKS = Path(__file__).parent / "notebooks"
-WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
 def _execute(name: str, tmp_path: Path, monkeypatch) -> nbformat.NotebookNode:
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)  # the default session must be the offline one
     shutil.copy(NOTEBOOKS / name, tmp_path / name)
-    nb = nbformat.read(tmp_path / name, as_version=4)
-    nbclient.NotebookClient(nb, timeout=60, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
-    for index, cell in enumerate(nb.cells):
-        errors = [o for o in cell.get("outputs", ()) if o.output_type == "error"]
-        assert not errors, (index, errors)
-    return nb
-
-
-def _data(cell, mime: str) -> list[str]:
-    return [o.data[mime] for o in cell.outputs if o.output_type in ("display_data", "execute_result")
-            and o.data.get(mime)]
-
-
-def _stdout(cell) -> str:
-    return "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
+    return run_notebook(nbformat.read(tmp_path / name, as_version=4), tmp_path)
 
 
 def test_magics_notebook(tmp_path, monkeypatch):

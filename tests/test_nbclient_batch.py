@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 
-import nbclient
-import nbformat
-
-WIDGET = "application/vnd.jupyter.widget-view+json"
+from support.notebooks import WIDGET, run_notebook
 
 SETUP = '''
 %load_ext bettong_nb
@@ -26,23 +23,16 @@ bot = bettong_nb.agent(provider=echo)
 
 
 def test_batches_and_budgets_in_a_notebook(tmp_path):
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell(SETUP),
-        nbformat.v4.new_code_cell("results = bot.map(['a', 'b', 'c'], concurrency=2)"),
-        nbformat.v4.new_code_cell("again = await bot.amap(['d', 'e'])"),
-        nbformat.v4.new_code_cell("df = bot.map_frame(pd.DataFrame({'text': ['x', 'y']}), prompt='{text}!', "
-                                  "output='label')"),
-        nbformat.v4.new_code_cell("chat = bot.session(token_budget=1000)\n"
-                                  "turns = [chat.run(p) for p in ('one', 'two', 'three')]"),
-        nbformat.v4.new_code_cell("print(json.dumps({'map': [r.output for r in results], "
-                                  "'amap': [r.output for r in again], 'frame': list(df['label']), "
-                                  "'rows': len(df.attrs['usage_frame']), "
-                                  "'turns': [t.done for t in turns], 'why': turns[-1].reason}))"),
-    ])
-    nbclient.NotebookClient(nb, timeout=60, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
-    for cell in nb.cells:
-        assert not [o for o in cell.outputs if o.output_type == "error"], cell.outputs
+    nb = run_notebook([
+        SETUP,
+        "results = bot.map(['a', 'b', 'c'], concurrency=2)",
+        "again = await bot.amap(['d', 'e'])",
+        "df = bot.map_frame(pd.DataFrame({'text': ['x', 'y']}), prompt='{text}!', output='label')",
+        "chat = bot.session(token_budget=1000)\nturns = [chat.run(p) for p in ('one', 'two', 'three')]",
+        "print(json.dumps({'map': [r.output for r in results], 'amap': [r.output for r in again], "
+        "'frame': list(df['label']), 'rows': len(df.attrs['usage_frame']), "
+        "'turns': [t.done for t in turns], 'why': turns[-1].reason}))",
+    ], tmp_path)
     for index in (1, 2, 3):  # one progress widget per batch, shown in the batch's own cell
         widgets = [o for o in nb.cells[index].outputs if o.output_type == "display_data" and WIDGET in o.data]
         assert len(widgets) == 1, nb.cells[index].outputs

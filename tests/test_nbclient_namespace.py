@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-import nbclient
-import nbformat
+from support.notebooks import run_notebook
 
 SETUP = '''
 %load_ext bettong_nb
@@ -44,19 +43,9 @@ print(json.dumps({"status": denied.tool_calls[0].status, "told": denied.tool_cal
 
 def test_namespace_and_python_capabilities_in_a_kernel(tmp_path, monkeypatch):
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell(SETUP),
-        nbformat.v4.new_code_cell("%%agent bot --no-stream -o res\nWhat is in df?"),
-        nbformat.v4.new_code_cell(CHECK_NAMESPACE),
-        nbformat.v4.new_code_cell(PYTHON_AGENTS),
-        nbformat.v4.new_code_cell("%%agent runner --no-stream -o denied\nSet a flag."),
-        nbformat.v4.new_code_cell("%%agent trusted --no-stream -o ran\nCompute."),
-        nbformat.v4.new_code_cell(CHECK_PYTHON),
-    ])
-    nbclient.NotebookClient(nb, timeout=90, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
-    for cell in nb.cells:
-        assert not [o for o in cell.outputs if o.output_type == "error"], cell.outputs
+    nb = run_notebook([SETUP, "%%agent bot --no-stream -o res\nWhat is in df?", CHECK_NAMESPACE, PYTHON_AGENTS,
+                       "%%agent runner --no-stream -o denied\nSet a flag.", "%%agent trusted --no-stream -o ran\nCompute.",
+                       CHECK_PYTHON], tmp_path, timeout=90)
 
     seen = json.loads("".join(o.text for o in nb.cells[2].outputs if o.output_type == "stream"))
     assert "df: DataFrame, 2x2" in seen["listing"]

@@ -10,8 +10,8 @@ import bettong_nb
 from bettong_nb import ProviderError, events
 from bettong_nb.provider import Request
 from bettong_nb.providers.ollama import OllamaProvider, host_url
-from servers import Reply
-from wire_servers import OllamaScript, assert_well_formed, recorded, weather, wire
+from support.servers import Reply
+from support.wire import OllamaScript, assert_well_formed, recorded, weather, wire
 
 ANSWER = "The capital of Lithuania is Vilnius."
 

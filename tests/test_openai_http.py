@@ -5,7 +5,7 @@ import pytest
 
 import bettong_nb
 from bettong_nb import ProviderError, events
-from servers import ChatScript, LoopbackServer, Reply, chat_message, tool_call
+from support.servers import ChatScript, LoopbackServer, Reply, chat_message, tool_call
 
 
 def notes_cap(store):
@@ -154,7 +154,7 @@ def test_the_agent_key_is_redacted_from_tool_results():
 
 def test_a_stream_that_repeats_the_function_name_in_every_chunk():
     """llama.cpp's server sends the name (and id) again in each tool-call chunk."""
-    from servers import sse
+    from support.servers import sse
 
     def chunk(delta, finish=None):
         return {"id": "x", "object": "chat.completion.chunk", "model": "m",

@@ -17,8 +17,9 @@ import pytest
 import bettong_nb
 from bettong_nb import ProviderError, events
 from bettong_nb.provider import Request
-from servers import LoopbackServer, Reply
-from wire_servers import KEY, WIRES, RawServer, Wire
+from support.servers import LoopbackServer, Reply
+from support.servers import FaultyServer
+from support.wire import KEY, WIRES, Wire
 
 ANSWER = "The capital of Lithuania is Vilnius."
 
@@ -136,7 +137,7 @@ def test_a_429_pauses_every_request_through_the_transport(w, serve):
 # --- connections --------------------------------------------------------------------------------
 
 def test_a_reset_connection_is_retried(w):
-    with RawServer(["reset", "reset"], body=w.body("answer")) as server:
+    with FaultyServer(["reset", "reset"], body=w.body("answer")) as server:
         result, retries, _ = run(w, server.url, max_retries=2)
     assert result.output == ANSWER
     assert server.attempts == 3 and len(retries) == 2
@@ -144,7 +145,7 @@ def test_a_reset_connection_is_retried(w):
 
 
 def test_resets_beyond_max_retries_surface(w):
-    with RawServer(["reset"] * 5, body=w.body("answer")) as server:
+    with FaultyServer(["reset"] * 5, body=w.body("answer")) as server:
         err, retries, _ = run(w, server.url, max_retries=1)
     assert isinstance(err, ProviderError) and err.status is None and "could not be reached" in str(err)
     assert server.attempts == 2 and len(retries) == 1
@@ -159,7 +160,7 @@ def test_nothing_listening_is_retried_then_named(w):
 
 
 def test_a_silent_server_hits_the_read_timeout_and_each_attempt_is_bounded(w):
-    with RawServer(["silent"] * 5, body=w.body("answer")) as server:
+    with FaultyServer(["silent"] * 5, body=w.body("answer")) as server:
         started = time.perf_counter()
         err, retries, _ = run(w, server.url, max_retries=1, timeout=0.2)
         elapsed = time.perf_counter() - started
@@ -169,7 +170,7 @@ def test_a_silent_server_hits_the_read_timeout_and_each_attempt_is_bounded(w):
 
 
 def test_a_slow_answer_after_a_timeout_is_retried_into_success(w):
-    with RawServer(["silent"], body=w.body("answer")) as server:
+    with FaultyServer(["silent"], body=w.body("answer")) as server:
         result, retries, _ = run(w, server.url, timeout={"read": 0.2, "connect": 1.0})
     assert result.output == ANSWER and server.attempts == 2 and "timed out" in retries[0].reason
 
@@ -270,7 +271,7 @@ def test_a_stream_error_event_mid_answer_surfaces(w, serve):
 
 def test_streamed_turns_reuse_one_connection(w):
     """The body is read to its end after the final event, so the connection goes back to the pool."""
-    with RawServer([], chunks=w.stream_chunks(w.body("answer"))) as server:
+    with FaultyServer([], chunks=w.stream_chunks(w.body("answer"))) as server:
         provider = w.build(server.url).provider
         request = Request(messages=[{"role": "user", "content": "x"}], model="qwen3:8b")
 

@@ -13,8 +13,8 @@ import pytest
 
 from bettong_nb import ProviderError, events
 from bettong_nb.usage import Usage, summary
-from servers import Reply
-from wire_servers import KEY, WIRE, WIRES, weather
+from support.servers import Reply
+from support.wire import KEY, WIRE, WIRES, weather
 
 ANSWER = "The capital of Lithuania is Vilnius."
 FINAL = "It is raining in Vilnius, 11 °C."

@@ -8,7 +8,7 @@ import bettong_nb
 from bettong_nb import events
 from bettong_nb.providers.openai import OpenAIProvider
 from bettong_nb.providers.replay import LIVE_ENV, Recording, Replay, ReplayMismatch, cassette
-from servers import ChatScript, LoopbackServer, chat_message, tool_call
+from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 
 KEY = "sk-live-key-0123456789abcdef"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import bettong_nb
-from bettong_nb.capability import ToolError, invoke, registry, schemas
+from bettong_nb.capability import ToolError, registry, schemas
 from bettong_nb.capabilities.brave import brave, parse_brave
 from bettong_nb.capabilities.duckduckgo import duckduckgo, parse_duckduckgo, unwrap_duckduckgo_url
 from bettong_nb.capabilities.google import google, parse_google
@@ -22,7 +22,8 @@ from bettong_nb.capabilities.search import SearchError, format_results, search, 
 from bettong_nb.capabilities.serper import parse_serper, serper
 from bettong_nb.capabilities.tavily import parse_tavily, tavily
 from bettong_nb.capabilities.wikipedia import parse_wikipedia, wikipedia
-from servers import ChatScript, LoopbackServer, Reply, chat_message, tool_call
+from support.servers import ChatScript, LoopbackServer, Reply, chat_message, tool_call
+from support.tools import model_reads
 
 CORPUS = Path(__file__).parent / "corpora" / "search"
 KEYS = {"google": "AIzaSy-test-google-key-000111", "tavily": "tvly-dev-test-key-0123456789",
@@ -54,22 +55,7 @@ def build(source: str, url: str, **options):
 
 
 # One loop for the module, so the shared HTTP client (one per loop) is built once, not per call.
-LOOP = asyncio.new_event_loop()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _close_loop():
-    yield
-    from bettong_nb.http import close_clients
-
-    LOOP.run_until_complete(close_clients())
-    LOOP.close()
-
-
-def call(capability, **args) -> str:
-    """What the model would read back from the capability's one tool."""
-    text, _ = LOOP.run_until_complete(invoke(registry([capability]), capability.tools[0].name, args))
-    return text
+call = model_reads  # a search capability has one tool
 
 
 @pytest.fixture(scope="module")

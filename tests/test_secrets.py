@@ -19,7 +19,7 @@ import pytest
 import bettong_nb
 from bettong_nb import capability, secrets
 from bettong_nb.secrets import REDACTED, redact
-from servers import ChatScript, LoopbackServer, Reply, chat_message, tool_call
+from support.servers import ChatScript, LoopbackServer, Reply, chat_message, tool_call
 
 CORPORA = Path(__file__).parent / "corpora"
 EXPOSURES = [json.loads(line) for line in (CORPORA / "secrets_exposures.jsonl").read_text().splitlines() if line]

@@ -17,7 +17,8 @@ import pytest
 import bettong_nb
 from bettong_nb.capabilities.shell import DEFAULT_DENY, Shell, _Output, shell
 from bettong_nb.capability import invoke, registry, schemas
-from servers import ChatScript, LoopbackServer, chat_message, tool_call
+from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
+from support.tools import model_reads
 
 CORPORA = Path(__file__).parent / "corpora"
 REFUSED = json.loads((CORPORA / "shell_refused.json").read_text())
@@ -26,7 +27,7 @@ ALLOWED = json.loads((CORPORA / "shell_allowed.json").read_text())
 
 def run(cap: Shell, command, **args) -> str:
     """The model's view: through the registry and invoke, redacted, errors as text."""
-    return asyncio.run(invoke(registry([cap]), "run_shell", {"command": command, **args}))[0]
+    return model_reads(cap, "run_shell", command=command, **args)
 
 
 def direct(cap: Shell, command, **args) -> str:

@@ -15,7 +15,6 @@ import ssl
 import struct
 import threading
 import time
-from typing import Callable
 
 import httpx
 import pytest
@@ -23,64 +22,7 @@ import trustme
 
 from bettong_nb import http as _http
 from bettong_nb._asyncio_transport import AsyncioBackend, AsyncioStream, AsyncioTransport
-
-# --- a raw loopback server -------------------------------------------------------------------
-
-
-class RawServer:
-    """Runs ``serve(conn)`` in a thread per accepted connection; counts connections."""
-
-    def __init__(self, serve: Callable[[socket.socket], None], *, tls: ssl.SSLContext | None = None,
-                 backlog: int = 64, accept: bool = True):
-        self.serve, self.tls, self.connections = serve, tls, 0
-        self.sock = socket.create_server(("127.0.0.1", 0), backlog=backlog)
-        self.port = self.sock.getsockname()[1]
-        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
-        self.done = threading.Event()  # set by tests to release handlers that hold on
-        self._accept = accept
-        self._open: list[socket.socket] = []
-
-    def __enter__(self) -> RawServer:
-        if self._accept:
-            threading.Thread(target=self._loop, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.done.set()
-        self.sock.close()
-        for conn in self._open:
-            with _quiet():
-                conn.close()
-
-    def _loop(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            self._open.append(conn)
-            threading.Thread(target=self._run, args=(conn,), daemon=True).start()
-
-    def _run(self, conn: socket.socket) -> None:
-        try:
-            if self.tls:
-                conn = self.tls.wrap_socket(conn, server_side=True)
-            self.serve(conn)
-        except (OSError, ssl.SSLError):
-            pass
-        finally:
-            with _quiet():
-                conn.close()
-
-
-class _quiet:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, *rest):
-        return kind is not None and issubclass(kind, OSError)
-
+from support.servers import RawServer
 
 def read_request(conn: socket.socket) -> bytes | None:
     """One request's body (b"" when none), or None when the client closed the connection."""

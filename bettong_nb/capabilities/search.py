@@ -18,7 +18,6 @@ backend that calls their API; the HTTP, error and HTML handling they share lives
 
 from __future__ import annotations
 
-import asyncio
 import html
 import inspect
 import json

@@ -17,7 +17,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,15 +25,11 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator
 
+from .servers import free_port
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class JupyterLab:
@@ -43,7 +38,7 @@ class JupyterLab:
     def __init__(self, root_dir: Path, state_dir: Path):
         self.root_dir = Path(root_dir)
         self.state_dir = Path(state_dir)
-        self.port = _free_port()
+        self.port = free_port()
         self.token = secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None

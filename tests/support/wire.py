@@ -1,4 +1,4 @@
-"""Loopback stand-ins for the Anthropic and Ollama wire formats (OpenAI's is servers.ChatScript).
+"""Loopback stand-ins for the Anthropic and Ollama wire formats (OpenAI's is support.servers.ChatScript).
 
     with LoopbackServer(AnthropicScript([wire("anthropic", "answer")])) as server:
         bettong_nb.anthropic(api_key="k" * 12, base_url=server.url).run("hi")
@@ -11,20 +11,17 @@ streams under tests/wire/ are served as they are with :func:`recorded`.
 from __future__ import annotations
 
 import json
-import socket
-import struct
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import bettong_nb
-from servers import ChatScript, LoopbackServer, Recorded, Reply, Script, _stream_chunks
+from .servers import ChatScript, LoopbackServer, Recorded, Reply, Script, _stream_chunks
 
-__all__ = ["WIRE", "KEY", "Wire", "WIRES", "wire", "recorded", "Switchboard", "RawServer", "assert_well_formed", "AnthropicScript", "OllamaScript", "anthropic_events", "anthropic_sse",
+__all__ = ["WIRE", "KEY", "Wire", "WIRES", "wire", "recorded", "Switchboard", "assert_well_formed", "AnthropicScript", "OllamaScript", "anthropic_events", "anthropic_sse",
            "ollama_chunks", "ollama_ndjson", "openai_error", "anthropic_error", "ollama_error"]
 
-WIRE = Path(__file__).parent / "wire"
+WIRE = Path(__file__).parent.parent / "wire"
 KEY = "bt-test-Zq81fJ0aXwVilnius7731"  # not shaped like any known token: only the provider's key redacts it
 SSE = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
 NDJSON = {"Content-Type": "application/x-ndjson"}
@@ -193,75 +190,6 @@ class Switchboard:
         for server in self._servers.values():
             server.__exit__(None, None, None)
         self._servers.clear()
-
-
-class RawServer:
-    """A raw TCP server misbehaving in ways an HTTP server library will not: for each request,
-    in order, ``faults`` says ``"reset"`` (the request is read, then an RST instead of a status
-    line) or ``"silent"`` (no answer; the connection stays open until the client gives up);
-    once they are used up it answers ``body`` as JSON, or streams ``chunks`` (chunked, the
-    connection kept alive, as the real APIs do).
-
-        with RawServer(["reset", "silent"], body={...}) as server: ...   # .url, .attempts, .connections
-    """
-
-    def __init__(self, faults: Iterable[str], *, body: Any = None, chunks: list[bytes] | None = None):
-        self.faults = list(faults)
-        self.payload = json.dumps(body).encode()
-        self.chunks = chunks
-        self.attempts = 0
-        self.connections = 0
-        self._lock = threading.Lock()
-        self._sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
-
-    def _handle(self, conn: socket.socket) -> None:
-        with conn:
-            reader = conn.makefile("rb")
-            while True:  # one keep-alive connection may carry several requests
-                head = b""
-                while not head.endswith(b"\r\n\r\n"):
-                    line = reader.readline()
-                    if not line:
-                        return
-                    head += line
-                length = next((int(h.split(b":")[1]) for h in head.split(b"\r\n")
-                               if h.lower().startswith(b"content-length:")), 0)
-                reader.read(length)
-                with self._lock:
-                    fault = self.faults[self.attempts] if self.attempts < len(self.faults) else None
-                    self.attempts += 1
-                if fault == "reset":
-                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                    return
-                if fault == "silent":
-                    reader.read()  # until the client hangs up
-                    return
-                if self.chunks is None:
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                 + f"Content-Length: {len(self.payload)}\r\n\r\n".encode() + self.payload)
-                    continue
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-                for chunk in self.chunks:
-                    conn.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-                conn.sendall(b"0\r\n\r\n")
-
-    def __enter__(self) -> "RawServer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._sock.close()
 
 
 # --- the three wire formats, side by side, for suites parametrized over them -------------------

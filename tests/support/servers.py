@@ -10,8 +10,11 @@ whose ``chunks`` is set is streamed chunk by chunk (SSE, NDJSON, or a body cut o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import ssl
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -19,7 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs, urlsplit
 
-__all__ = ["Recorded", "Reply", "LoopbackServer", "Script", "ChatScript", "chat_message", "tool_call", "sse"]
+__all__ = ["Recorded", "Reply", "LoopbackServer", "RawServer", "FaultyServer", "Script", "ChatScript", "chat_message",
+           "tool_call", "sse"]
 
 
 @dataclass
@@ -215,3 +219,109 @@ class ChatScript(Script):
 
     def streamed(self, body: dict) -> Reply:
         return Reply(200, headers={"Content-Type": "text/event-stream"}, chunks=_stream_chunks(body))
+
+
+# --- below HTTP: raw sockets, for what an HTTP server library will not do ---------------------
+
+class RawServer:
+    """Runs ``serve(conn)`` in a thread per accepted connection (TLS-wrapped with ``tls``);
+    counts connections. ``accept=False`` never accepts: connections wait in the backlog."""
+
+    def __init__(self, serve: Callable[[socket.socket], None], *, tls: ssl.SSLContext | None = None,
+                 backlog: int = 64, accept: bool = True):
+        self.serve, self.tls, self.connections = serve, tls, 0
+        self.sock = socket.create_server(("127.0.0.1", 0), backlog=backlog)
+        self.port = self.sock.getsockname()[1]
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        self.done = threading.Event()  # set by tests to release handlers that hold on
+        self._accept = accept
+        self._open: list[socket.socket] = []
+
+    def __enter__(self) -> "RawServer":
+        if self._accept:
+            threading.Thread(target=self._loop, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        self.sock.close()
+        for conn in self._open:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            self._open.append(conn)
+            threading.Thread(target=self._run, args=(conn,), daemon=True).start()
+
+    def _run(self, conn: socket.socket) -> None:
+        try:
+            if self.tls:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            self.serve(conn)
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+
+class FaultyServer(RawServer):
+    """An HTTP server misbehaving in ways an HTTP server library will not: for each request,
+    in order, ``faults`` says ``"reset"`` (the request is read, then an RST instead of a status
+    line) or ``"silent"`` (no answer; the connection stays open until the client gives up);
+    once they are used up it answers ``body`` as JSON, or streams ``chunks`` (chunked, the
+    connection kept alive, as the real APIs do).
+
+        with FaultyServer(["reset", "silent"], body={...}) as server: ...   # .url, .attempts, .connections
+    """
+
+    def __init__(self, faults: Iterable[str], *, body: Any = None, chunks: list[bytes] | None = None):
+        super().__init__(self._answer)
+        self.faults = list(faults)
+        self.payload = json.dumps(body).encode()
+        self.chunks = chunks
+        self.attempts = 0
+        self._lock = threading.Lock()
+
+    def _answer(self, conn: socket.socket) -> None:
+        reader = conn.makefile("rb")
+        while True:  # one keep-alive connection may carry several requests
+            head = b""
+            while not head.endswith(b"\r\n\r\n"):
+                line = reader.readline()
+                if not line:
+                    return
+                head += line
+            length = next((int(h.split(b":")[1]) for h in head.split(b"\r\n")
+                           if h.lower().startswith(b"content-length:")), 0)
+            reader.read(length)
+            with self._lock:
+                fault = self.faults[self.attempts] if self.attempts < len(self.faults) else None
+                self.attempts += 1
+            if fault == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                return
+            if fault == "silent":
+                reader.read()  # until the client hangs up
+                return
+            if self.chunks is None:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             + f"Content-Length: {len(self.payload)}\r\n\r\n".encode() + self.payload)
+                continue
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for chunk in self.chunks:
+                conn.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            conn.sendall(b"0\r\n\r\n")
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 nobody listens on right now (for a server started in a subprocess)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

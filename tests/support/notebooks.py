@@ -1,0 +1,41 @@
+"""Notebooks run in real kernels (nbclient: no widget frontend), and what their cells showed.
+
+    nb = run_notebook([setup_code, "%%agent bot\\nhi"], tmp_path)
+    data(nb.cells[1], "text/html"), stdout(nb.cells[1])
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import nbclient
+import nbformat
+
+__all__ = ["run_notebook", "data", "stdout", "WIDGET"]
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def run_notebook(notebook: nbformat.NotebookNode | Iterable[str], where: Path, *, timeout: float = 60,
+                 kernel: str = "python3") -> nbformat.NotebookNode:
+    """Execute ``notebook`` (or a notebook of these code cells) with ``where`` as its folder;
+    fails naming the cell when any cell raised."""
+    if not isinstance(notebook, nbformat.NotebookNode):
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in notebook])
+    nbclient.NotebookClient(notebook, timeout=timeout, kernel_name=kernel,
+                            resources={"metadata": {"path": str(where)}}).execute()
+    for index, cell in enumerate(notebook.cells):
+        errors = [o for o in cell.get("outputs", ()) if o.output_type == "error"]
+        assert not errors, (index, errors)
+    return notebook
+
+
+def data(cell, mime: str) -> list[str]:
+    """What the cell displayed in ``mime``, in order."""
+    return [o.data[mime] for o in cell.outputs if o.output_type in ("display_data", "execute_result")
+            and o.data.get(mime)]
+
+
+def stdout(cell) -> str:
+    return "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
