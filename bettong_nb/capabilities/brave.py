@@ -5,18 +5,17 @@
 
 from __future__ import annotations
 
-from .search import (
-    RESULTS_TAIL, SearchCapability, Source, check_cap, dig, fetch_json, results_from, search, seconds,
-)
+from .search import RESULTS_TAIL, SearchCapability, Source, dig, fetch_json, results_from, seconds
 
 __all__ = ["brave", "parse_brave", "MAX_RESULTS"]
 
-SOURCE = Source("Brave", "BRAVE_API_KEY", "https://api-dashboard.search.brave.com")
-BASE_URL = "https://api.search.brave.com"
-MAX_RESULTS = 20  # the API refuses count > 20
-DESCRIPTION = f"Search the open web with Brave Search, an independent web index. {RESULTS_TAIL}"
-INSTRUCTIONS = ("brave_search searches the open web through Brave Search. Use it for current information and cite "
-                "the URLs you relied on.")
+SOURCE = Source(
+    "Brave", "brave", "https://api.search.brave.com",
+    f"Search the open web with Brave Search, an independent web index. {RESULTS_TAIL}",
+    "brave_search searches the open web through Brave Search. Use it for current information and cite "
+    "the URLs you relied on.",
+    env="BRAVE_API_KEY", signup="https://api-dashboard.search.brave.com", max_results=20)  # the API refuses count > 20
+MAX_RESULTS = SOURCE.max_results
 
 
 def parse_brave(body: object) -> list[dict]:
@@ -30,8 +29,7 @@ def brave(api_key: str | None = None, *, max_results: int = 5, snippet_length: i
     """Brave web search results; ``api_key`` defaults to BRAVE_API_KEY."""
     timeout = seconds(timeout)
     key = SOURCE.api_key(api_key)
-    check_cap(SOURCE, max_results, MAX_RESULTS)
-    endpoint = (base_url or BASE_URL).rstrip("/") + "/res/v1/web/search"
+    endpoint = SOURCE.endpoint(base_url, "/res/v1/web/search")
 
     async def backend(*, query: str, max_results: int) -> list[dict]:
         body = await fetch_json(SOURCE, "GET", endpoint, timeout=timeout, secret=key,
@@ -39,6 +37,5 @@ def brave(api_key: str | None = None, *, max_results: int = 5, snippet_length: i
                                 params={"q": query, "count": max_results})
         return parse_brave(body)
 
-    return search(id="brave", tool_name="brave_search", backend=backend, description=description or DESCRIPTION,
-                  instructions=INSTRUCTIONS if instructions is None else instructions,
-                  max_results=max_results, snippet_length=snippet_length)
+    return SOURCE.capability(backend, max_results=max_results, snippet_length=snippet_length,
+                             instructions=instructions, description=description)

@@ -13,12 +13,15 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlsplit
 
-from .search import RESULTS_TAIL, SearchCapability, SearchError, Source, SourceTransport, search, seconds
+from .search import RESULTS_TAIL, SearchCapability, SearchError, Source, SourceTransport, seconds
 
 __all__ = ["duckduckgo", "parse_duckduckgo", "unwrap_duckduckgo_url"]
 
-SOURCE = Source("DuckDuckGo")
-BASE_URL = "https://html.duckduckgo.com"
+SOURCE = Source(
+    "DuckDuckGo", "duckduckgo", "https://html.duckduckgo.com",
+    f"Search the open web with DuckDuckGo: web pages, news, documentation, anything recent. {RESULTS_TAIL}",
+    "duckduckgo_search searches the open web through DuckDuckGo. Use it for current information and "
+    "anything you are not sure of, and cite the URLs you relied on.")
 # The no-JS page is meant for browsers; one that does not look like one is challenged sooner.
 HEADERS = {
     "User-Agent": ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -26,9 +29,6 @@ HEADERS = {
     "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
     "Accept-Language": "en-US,en;q=0.9",
 }
-DESCRIPTION = f"Search the open web with DuckDuckGo: web pages, news, documentation, anything recent. {RESULTS_TAIL}"
-INSTRUCTIONS = ("duckduckgo_search searches the open web through DuckDuckGo. Use it for current information and "
-                "anything you are not sure of, and cite the URLs you relied on.")
 CHALLENGE = ("DuckDuckGo answered with a bot challenge (its anomaly / captcha page) instead of search results, "
              "so this search could not be done. This is not 'no results': use another search source, or try "
              "DuckDuckGo again later.")
@@ -144,7 +144,7 @@ def duckduckgo(*, max_results: int = 5, snippet_length: int = 300, timeout: floa
     No key needed. ``instructions=""`` sends none; ``base_url`` points it elsewhere (tests).
     """
     timeout = seconds(timeout)
-    endpoint = (base_url or BASE_URL).rstrip("/") + "/html/"
+    endpoint = SOURCE.endpoint(base_url, "/html/")
 
     async def backend(*, query: str, max_results: int) -> list[dict]:
         transport = SourceTransport(SOURCE, timeout=timeout)
@@ -156,7 +156,5 @@ def duckduckgo(*, max_results: int = 5, snippet_length: int = 300, timeout: floa
             raise transport.status_error(status, page)
         return parse_duckduckgo(page, status=status)[:max_results]  # the page has what it has
 
-    return search(id="duckduckgo", tool_name="duckduckgo_search", backend=backend,
-                  description=description or DESCRIPTION,
-                  instructions=INSTRUCTIONS if instructions is None else instructions,
-                  max_results=max_results, snippet_length=snippet_length)
+    return SOURCE.capability(backend, max_results=max_results, snippet_length=snippet_length,
+                             instructions=instructions, description=description)

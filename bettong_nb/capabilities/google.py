@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import os
 
-from .search import (
-    RESULTS_TAIL, SearchCapability, Source, check_cap, dig, fetch_json, results_from, search, seconds,
-)
+from .search import RESULTS_TAIL, SearchCapability, Source, dig, fetch_json, results_from, seconds
 
 __all__ = ["google", "parse_google", "MAX_RESULTS"]
 
-SOURCE = Source("Google", "GOOGLE_API_KEY", "https://developers.google.com/custom-search/v1/overview")
-BASE_URL = "https://www.googleapis.com"
-MAX_RESULTS = 10  # the API refuses num > 10
-DESCRIPTION = f"Search the open web with Google (a Programmable Search Engine). {RESULTS_TAIL}"
-INSTRUCTIONS = ("google_search searches the open web through Google. Use it for current information and cite "
-                "the URLs you relied on.")
+SOURCE = Source(
+    "Google", "google", "https://www.googleapis.com",
+    f"Search the open web with Google (a Programmable Search Engine). {RESULTS_TAIL}",
+    "google_search searches the open web through Google. Use it for current information and cite "
+    "the URLs you relied on.",
+    env="GOOGLE_API_KEY", signup="https://developers.google.com/custom-search/v1/overview",
+    max_results=10)  # the API refuses num > 10
+MAX_RESULTS = SOURCE.max_results
 
 
 def parse_google(body: object) -> list[dict]:
@@ -45,8 +45,7 @@ def google(api_key: str | None = None, cx: str | None = None, *, max_results: in
         raise ValueError("Google search needs a search engine id: pass cx=..., or set GOOGLE_CSE_ID in the "
                          "environment (create a Programmable Search Engine at "
                          "https://programmablesearchengine.google.com and copy its Search engine ID)")
-    check_cap(SOURCE, max_results, MAX_RESULTS)
-    endpoint = (base_url or BASE_URL).rstrip("/") + "/customsearch/v1"
+    endpoint = SOURCE.endpoint(base_url, "/customsearch/v1")
 
     async def backend(*, query: str, max_results: int) -> list[dict]:
         # the key travels in the query string: that is how this API takes it
@@ -55,6 +54,5 @@ def google(api_key: str | None = None, cx: str | None = None, *, max_results: in
                                 params={"key": key, "cx": engine, "q": query, "num": min(max_results, MAX_RESULTS)})
         return parse_google(body)
 
-    return search(id="google", tool_name="google_search", backend=backend, description=description or DESCRIPTION,
-                  instructions=INSTRUCTIONS if instructions is None else instructions,
-                  max_results=max_results, snippet_length=snippet_length)
+    return SOURCE.capability(backend, max_results=max_results, snippet_length=snippet_length,
+                             instructions=instructions, description=description)

@@ -239,11 +239,17 @@ def strip_tags(text: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class Source:
-    """How a named source is spoken of in errors, and where its API key comes from."""
+    """A named source: how it is spoken of in errors, where its API key comes from, and the
+    capability it makes (tool ``<id>_search``, its default description and instructions)."""
 
     name: str  # "Brave", as in "Brave search is rate limited"
+    id: str  # "brave": the capability's id; the tool is brave_search
+    base_url: str
+    description: str
+    instructions: str
     env: str | None = None  # the variable holding its key
     signup: str | None = None  # where to get one
+    max_results: int | None = None  # what its API accepts per query, when it caps it
 
     def api_key(self, given: str | None) -> str:
         """``given``, else the environment variable; raise saying which variable to set."""
@@ -254,18 +260,26 @@ class Source:
                              f"in the environment{where}")
         return key.strip()
 
+    def endpoint(self, base_url: str | None, path: str) -> str:
+        return (base_url or self.base_url).rstrip("/") + path
+
+    def capability(self, backend: Callable[..., Any], *, max_results: int, snippet_length: int,
+                   instructions: str | None, description: str | None) -> SearchCapability:
+        """The capability searching through ``backend``; a ``max_results`` the API would refuse
+        is refused now, rather than on every search."""
+        if self.max_results is not None and whole_number("max_results", max_results) > self.max_results:
+            raise ValueError(f"{self.name} search returns at most {self.max_results} results per query (its API's "
+                             f"limit), so max_results={max_results} is too many; use {self.max_results} or fewer")
+        return search(id=self.id, tool_name=f"{self.id}_search", backend=backend,
+                      description=description or self.description,
+                      instructions=self.instructions if instructions is None else instructions,
+                      max_results=max_results, snippet_length=snippet_length)
+
 
 def seconds(timeout: Any) -> float:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
     return float(timeout)
-
-
-def check_cap(source: Source, max_results: int, cap: int) -> None:
-    """Refuse a limit the API would refuse, when the capability is built rather than per search."""
-    if whole_number("max_results", max_results) > cap:
-        raise ValueError(f"{source.name} search returns at most {cap} results per query (its API's limit), "
-                         f"so max_results={max_results} is too many; use {cap} or fewer")
 
 
 def _excerpt(text: str, limit: int = 200) -> str:

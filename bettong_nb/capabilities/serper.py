@@ -5,15 +5,16 @@
 
 from __future__ import annotations
 
-from .search import RESULTS_TAIL, SearchCapability, Source, dig, fetch_json, results_from, search, seconds
+from .search import RESULTS_TAIL, SearchCapability, Source, dig, fetch_json, results_from, seconds
 
 __all__ = ["serper", "parse_serper"]
 
-SOURCE = Source("Serper", "SERPER_API_KEY", "https://serper.dev")
-BASE_URL = "https://google.serper.dev"
-DESCRIPTION = f"Search Google's results for the open web (through serper.dev). {RESULTS_TAIL}"
-INSTRUCTIONS = ("serper_search returns Google's results for the open web. Use it for current information and cite "
-                "the URLs you relied on.")
+SOURCE = Source(
+    "Serper", "serper", "https://google.serper.dev",
+    f"Search Google's results for the open web (through serper.dev). {RESULTS_TAIL}",
+    "serper_search returns Google's results for the open web. Use it for current information and cite "
+    "the URLs you relied on.",
+    env="SERPER_API_KEY", signup="https://serper.dev")
 
 
 def parse_serper(body: object) -> list[dict]:
@@ -27,7 +28,7 @@ def serper(api_key: str | None = None, *, max_results: int = 5, snippet_length: 
     """Google results via serper.dev; ``api_key`` defaults to SERPER_API_KEY."""
     timeout = seconds(timeout)
     key = SOURCE.api_key(api_key)
-    endpoint = (base_url or BASE_URL).rstrip("/") + "/search"
+    endpoint = SOURCE.endpoint(base_url, "/search")
 
     async def backend(*, query: str, max_results: int) -> list[dict]:
         body = await fetch_json(SOURCE, "POST", endpoint, timeout=timeout, secret=key,
@@ -35,6 +36,5 @@ def serper(api_key: str | None = None, *, max_results: int = 5, snippet_length: 
                                 json_body={"q": query, "num": max_results})
         return parse_serper(body)
 
-    return search(id="serper", tool_name="serper_search", backend=backend, description=description or DESCRIPTION,
-                  instructions=INSTRUCTIONS if instructions is None else instructions,
-                  max_results=max_results, snippet_length=snippet_length)
+    return SOURCE.capability(backend, max_results=max_results, snippet_length=snippet_length,
+                             instructions=instructions, description=description)

@@ -6,19 +6,18 @@
 
 from __future__ import annotations
 
-from .search import (
-    RESULTS_TAIL, SearchCapability, Source, check_cap, dig, fetch_json, results_from, search, seconds,
-)
+from .search import RESULTS_TAIL, SearchCapability, Source, dig, fetch_json, results_from, seconds
 
 __all__ = ["tavily", "parse_tavily", "MAX_RESULTS"]
 
-SOURCE = Source("Tavily", "TAVILY_API_KEY", "https://app.tavily.com")
-BASE_URL = "https://api.tavily.com"
-MAX_RESULTS = 20  # the API's ceiling for max_results
-DESCRIPTION = (f"Search the open web with Tavily, a search engine built for AI agents; each snippet is the passage "
-               f"of the page most relevant to the query. {RESULTS_TAIL}")
-INSTRUCTIONS = ("tavily_search searches the open web through Tavily. Use it for current information and cite the "
-                "URLs you relied on.")
+SOURCE = Source(
+    "Tavily", "tavily", "https://api.tavily.com",
+    f"Search the open web with Tavily, a search engine built for AI agents; each snippet is the passage "
+    f"of the page most relevant to the query. {RESULTS_TAIL}",
+    "tavily_search searches the open web through Tavily. Use it for current information and cite the "
+    "URLs you relied on.",
+    env="TAVILY_API_KEY", signup="https://app.tavily.com", max_results=20)  # the API's ceiling for max_results
+MAX_RESULTS = SOURCE.max_results
 
 
 def parse_tavily(body: object) -> list[dict]:
@@ -37,8 +36,7 @@ def tavily(api_key: str | None = None, *, search_depth: str = "basic", max_resul
     key = SOURCE.api_key(api_key)
     if search_depth not in ("basic", "advanced"):
         raise ValueError(f"search_depth must be 'basic' or 'advanced', not {search_depth!r}")
-    check_cap(SOURCE, max_results, MAX_RESULTS)
-    endpoint = (base_url or BASE_URL).rstrip("/") + "/search"
+    endpoint = SOURCE.endpoint(base_url, "/search")
 
     async def backend(*, query: str, max_results: int) -> list[dict]:
         body = await fetch_json(SOURCE, "POST", endpoint, timeout=timeout, secret=key,
@@ -46,6 +44,5 @@ def tavily(api_key: str | None = None, *, search_depth: str = "basic", max_resul
                                 json_body={"query": query, "max_results": max_results, "search_depth": search_depth})
         return parse_tavily(body)
 
-    return search(id="tavily", tool_name="tavily_search", backend=backend, description=description or DESCRIPTION,
-                  instructions=INSTRUCTIONS if instructions is None else instructions,
-                  max_results=max_results, snippet_length=snippet_length)
+    return SOURCE.capability(backend, max_results=max_results, snippet_length=snippet_length,
+                             instructions=instructions, description=description)

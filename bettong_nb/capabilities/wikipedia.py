@@ -7,15 +7,19 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from urllib.parse import quote, urlsplit
 
-from .search import (
-    RESULTS_TAIL, SearchCapability, SearchError, Source, dig, fetch_json, search, seconds, strip_tags,
-)
+from .search import RESULTS_TAIL, SearchCapability, SearchError, Source, dig, fetch_json, seconds, strip_tags
 
 __all__ = ["wikipedia", "parse_wikipedia"]
 
-SOURCE = Source("Wikipedia")
+SOURCE = Source(
+    "Wikipedia", "wikipedia", "https://{language}.wikipedia.org",
+    "Search Wikipedia ({host}) for encyclopaedic articles: people, places, history, science, definitions. "
+    + RESULTS_TAIL,
+    "wikipedia_search searches Wikipedia ({host}). Prefer it for settled facts - people, places, history, "
+    "definitions - and cite the article URLs.")
 # Wikimedia asks API clients to say who they are; generic library agents get throttled first.
 HEADERS = {"User-Agent": "bettong_nb/0.1 (LLM agent library for Jupyter; python-httpx)", "Accept": "application/json"}
 _LANGUAGE = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")  # en, lt, simple, zh-yue, be-tarask
@@ -54,8 +58,10 @@ def wikipedia(language: str = "en", *, max_results: int = 5, snippet_length: int
     timeout = seconds(timeout)
     if not isinstance(language, str) or not _LANGUAGE.fullmatch(language):
         raise ValueError(f"language must be a Wikipedia edition code such as 'en' or 'lt', not {language!r}")
-    site = (base_url or f"https://{language}.wikipedia.org").rstrip("/")
+    site = SOURCE.endpoint(base_url or SOURCE.base_url.format(language=language), "")
     host = urlsplit(site).netloc or site
+    edition = replace(SOURCE, description=SOURCE.description.format(host=host),
+                      instructions=SOURCE.instructions.format(host=host))
 
     async def backend(*, query: str, max_results: int) -> list[dict]:
         body = await fetch_json(SOURCE, "GET", site + "/w/api.php", headers=HEADERS, timeout=timeout, params={
@@ -66,10 +72,5 @@ def wikipedia(language: str = "en", *, max_results: int = 5, snippet_length: int
             raise SearchError(f"Wikipedia search failed: {info}", source=SOURCE.name)
         return parse_wikipedia(body, site)
 
-    return search(
-        id="wikipedia", tool_name="wikipedia_search", backend=backend,
-        description=description or (f"Search Wikipedia ({host}) for encyclopaedic articles: people, places, "
-                                    f"history, science, definitions. {RESULTS_TAIL}"),
-        instructions=(f"wikipedia_search searches Wikipedia ({host}). Prefer it for settled facts - people, places, "
-                      "history, definitions - and cite the article URLs.") if instructions is None else instructions,
-        max_results=max_results, snippet_length=snippet_length)
+    return edition.capability(backend, max_results=max_results, snippet_length=snippet_length,
+                              instructions=instructions, description=description)
