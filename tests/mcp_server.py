@@ -1,11 +1,12 @@
 """A real MCP server for the tests, built with the SDK's own server API.
 
-    python mcp_server.py LOG [--http PORT] [--grandchild]
+    python mcp_server.py LOG [--http PORT] [--grandchild] [--legacy]
 
 Every tool call is appended to LOG as a JSON line before it runs ({"tool": ..., "args": ...}),
 and the server writes {"pid": ..., "ppid": ...} there when it starts (plus {"grandchild": pid} with
 --grandchild, a ``sleep`` it leaves running, to show a whole process tree is stopped). Over
 stdio by default; ``--http PORT`` serves Streamable HTTP on 127.0.0.1:PORT/mcp instead.
+``--legacy`` makes it a handshake-era (2025 protocol) server, as most servers in use still are.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ import subprocess
 import sys
 import zlib
 
+import anyio
 from mcp import types
+from mcp.server.runner import serve_loop
+from mcp.server.stdio import stdio_server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
@@ -119,8 +124,20 @@ async def add_tool(ctx: Context) -> str:
         """Added at run time."""
         return "extra"
 
-    await ctx.notify_tools_changed()
+    session = ctx.request_context.session
+    if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        await ctx.notify_tools_changed()  # reaches subscriptions/listen streams only
+    else:
+        await session.send_tool_list_changed()  # the handshake era's plain notification
     return "added"
+
+
+async def serve_handshake_era_stdio() -> None:
+    """Only the 2025 handshake protocol over stdio (the SDK's loop for it), as most servers in
+    use still speak: the client's 2026 probe fails and it falls back to initialize."""
+    lowlevel = server._lowlevel_server  # the SDK's own Server under MCPServer
+    async with stdio_server() as (read, write), lowlevel.lifespan(lowlevel) as state:
+        await serve_loop(lowlevel, read, write, lifespan_state=state, init_options=lowlevel.create_initialization_options())
 
 
 if __name__ == "__main__":
@@ -132,5 +149,7 @@ if __name__ == "__main__":
     if "--http" in sys.argv:
         port = int(sys.argv[sys.argv.index("--http") + 1])
         server.run("streamable-http", host="127.0.0.1", port=port)
+    elif "--legacy" in sys.argv:
+        anyio.run(serve_handshake_era_stdio)
     else:
         server.run()

@@ -213,9 +213,10 @@ def test_results_images_resources_and_structured_content(http_cap):
     assert json.loads(measure) == {"width": 3, "unit": "cm"}
 
 
-def test_a_changed_tool_list_reaches_the_next_run(http):
-    url, _ = http
-    cap = caps.mcp(url=url)
+@pytest.mark.parametrize("era", ["2026 over HTTP", "2025 over stdio"])
+def test_a_changed_tool_list_reaches_the_next_run(era, http, tmp_path):
+    # 2026: the change comes down a subscriptions/listen stream; 2025: as a plain notification
+    cap = caps.mcp(url=http[0]) if era.startswith("2026") else stdio_server(tmp_path / "log", "--legacy")
     script = ChatScript([chat_message(tool_calls=[tool_call("add_tool", {}, "a1")]), chat_message("added"),
                          chat_message(tool_calls=[tool_call("extra", {}, "a2")]), chat_message("done")])
     try:
@@ -227,6 +228,7 @@ def test_a_changed_tool_list_reaches_the_next_run(http):
         names = [[t["function"]["name"] for t in b["tools"]] for b in bodies]
         assert "extra" not in names[0] and names[2][-1] == "extra"
         assert result.tool_calls[0].result == "extra"
+        assert cap._conn.client.protocol_version.startswith(era[:4])
     finally:
         cap.close()
 
