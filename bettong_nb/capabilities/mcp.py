@@ -22,9 +22,10 @@ the same task. The price is a thread hop per call, tens of microseconds.
 Reading ``id`` (unless given), ``instructions`` (unless given) or ``tools`` starts the server if
 it is not running, blocking the reader until it is up or ``start_timeout`` passes: an agent reads
 them at the start of each run, so a first run waits for the server. ``await cap.start()``
-starts it without blocking a loop. The tool list is listed once, then again only after the
-server says it changed (``notifications/tools/list_changed``: on the 2026 protocol through a
-``subscriptions/listen`` stream opened for it), so the tools a run sees are listed between runs.
+starts it without blocking a loop. The tools are listed once, then again only after a restart or
+after the server says they changed (``notifications/tools/list_changed``, which the 2026 protocol
+sends only down a ``subscriptions/listen`` stream, opened for it; the 2025 protocol sends it as a
+plain notification), so a run sees the tools as they were when it started.
 
 **Lifecycle.** ``close()`` (sync, idempotent, from any thread) and ``await aclose()`` stop the
 server; using the capability again starts a new one. Every running server is closed at
@@ -48,11 +49,9 @@ import asyncio
 import atexit
 import base64
 import binascii
-import concurrent.futures
 import json
 import os
 import sys
-import tempfile
 import threading
 import weakref
 from contextlib import AsyncExitStack
@@ -136,7 +135,7 @@ def _close_all() -> None:
     if running:
         try:
             _wait(stop_all(), _CLOSE_TIMEOUT)
-        except concurrent.futures.TimeoutError:
+        except TimeoutError:
             pass  # what still runs dies with this process: see _orphan_guard.py
 
 
@@ -358,7 +357,7 @@ class MCP:
             return
         try:
             _wait(self._stop(), _CLOSE_TIMEOUT)
-        except concurrent.futures.TimeoutError:
+        except TimeoutError:
             pass  # the SDK bounds its own shutdown; this only keeps close() from hanging
 
     def __enter__(self) -> "MCP":
@@ -425,6 +424,8 @@ class MCP:
             argv = [sys.executable, "-I", "-S", _GUARD, str(os.getpid()), *argv]
         env = {**secrets.stripped_env(), **(self.env or {})}
         params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=self.cwd)
+        import tempfile
+
         conn.stderr = tempfile.TemporaryFile()
         return stdio_client(params, errlog=conn.stderr)
 
