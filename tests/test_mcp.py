@@ -273,7 +273,7 @@ def test_a_crash_is_an_error_on_that_call_then_the_server_restarts_then_gives_up
             return str(err.value)
 
         errors = [asyncio.run(crash()) for _ in range(MAX_RESTARTS + 1)]  # the first, then 3 restarts
-        assert all("restarts on the next call" in e for e in errors[:-1])
+        assert all("restarts on the next call" in e for e in errors[:-1]), errors
         assert "will not be restarted again (3 restarts in a row all ended the same way)" in errors[-1]
         with pytest.raises(McpError, match="gave up on MCP server 'test-tools'.*await start\\(\\) to try again"):
             asyncio.run(cap.call_tool("echo", {"text": "x"}))

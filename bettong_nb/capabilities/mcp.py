@@ -243,8 +243,8 @@ class MCP:
         mcp(command=[...], id="files", tools=["read_file"], timeout=20)
 
     ``id`` defaults to the server's name, ``instructions`` to the server's, ``tools`` (names to
-    expose) to all of them. ``timeout`` bounds each call, ``start_timeout`` a start. See the
-    module docstring for threads, lifecycle and secrets.
+    expose) to all of them. ``timeout`` bounds each call, ``start_timeout`` a start and a listing of
+    the tools. See the module docstring for threads, lifecycle and secrets.
     """
 
     def __init__(
@@ -504,14 +504,15 @@ class MCP:
                 raise
             return self._conn
 
-    async def _request(self, what: str, send: Callable[[Any], Awaitable[T]]) -> T:
-        """Send one request on the running connection, turning its failures into clear errors."""
+    async def _request(self, what: str, send: Callable[[Any], Awaitable[T]], limit: float) -> T:
+        """Send one request (bounded by ``limit`` seconds) on the running connection, turning its
+        failures into clear errors."""
         conn = await self._connection()
         try:
             result = await send(conn.client)
         except Exception as exc:
             if _timed_out(exc):
-                raise TimeoutError(f"{what} took longer than {self.timeout:g} s and was cancelled") from None
+                raise TimeoutError(f"{what} took longer than {limit:g} s and was cancelled") from None
             if not (conn.lost or _connection_lost(exc)):
                 raise McpError(self._scrub(f"{what} failed: {_reason(exc)}")) from None
             tail = conn.stderr_tail()
@@ -530,7 +531,7 @@ class MCP:
         async def list_all(client: Any) -> list:
             self._stale = False  # a change announced from here on marks it stale again
             listed, cursor = [], None
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(self.start_timeout):  # part of a start, not a tool call
                 for _ in range(_MAX_PAGES):
                     page = await client.list_tools(cursor=cursor, cache_mode="refresh")
                     listed += page.tools
@@ -540,7 +541,7 @@ class MCP:
             return listed
 
         try:
-            listed = await self._request("listing its tools", list_all)
+            listed = await self._request("listing its tools", list_all, self.start_timeout)
         except BaseException:
             self._stale = True
             raise
@@ -569,7 +570,8 @@ class MCP:
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> str | ToolOutput:
         result = await self._request(
-            f"the call to {name}", lambda client: client.call_tool(name, arguments, read_timeout_seconds=self.timeout))
+            f"the call to {name}", lambda client: client.call_tool(name, arguments, read_timeout_seconds=self.timeout),
+            self.timeout)
         texts, images = _result_parts(result)
         text = self._scrub("\n".join(texts))
         if result.is_error:
