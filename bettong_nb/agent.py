@@ -138,8 +138,11 @@ async def execute(provider: Provider, options: Options, prompt: str) -> RunResul
     prior = list(options.messages)
     system = prior[0]["content"] if prior else toolbox.system
     listener = options.on_event or (lambda event: None)
+    # Beside credential-shaped values, what the provider and the capabilities hold is never shown.
+    known = [provider, *options.capabilities]
+    secret_values = [value for holder in known for value in getattr(holder, "secret_values", lambda: [])()]
     run = _Run(options, toolbox, system, prior[1:] + [{"role": "user", "content": prompt}], listener,
-               list(getattr(provider, "secret_values", lambda: [])()), approvals.current_conversation())
+               secret_values, approvals.current_conversation())
     run.scope = run.scope if run.scope is not None else run
     budgets = budget.active(options.token_budget, options.cost_budget, options.prices)
     fields = options.request_fields()
@@ -279,5 +282,5 @@ class ModelAgent:
         self.close()
 
     def __repr__(self) -> str:
-        capabilities = [cap.capability_id(c) for c in self.options.capabilities]
-        return f"ModelAgent(provider={self.provider!r}, model={self.options.model!r}, capabilities={capabilities})"
+        return (f"ModelAgent(provider={self.provider!r}, model={self.options.model!r}, "
+                f"capabilities={[cap.capability_label(c) for c in self.options.capabilities]})")

@@ -36,6 +36,7 @@ __all__ = [
     "RegisteredTool",
     "ToolError",
     "capability_id",
+    "capability_label",
     "capability_instructions",
     "capability_tools",
     "parameters_schema",
@@ -105,6 +106,15 @@ def _get(obj: Any, key: str, default: Any = None) -> Any:
 
 def capability_id(cap: Any) -> str | None:
     return _get(cap, "id")
+
+
+def capability_label(cap: Any) -> str:
+    """How a capability is named in a repr, without running anything (an MCP capability's id
+    is a property that starts its server; its repr is not)."""
+    if isinstance(cap, Mapping):
+        return str(cap.get("id"))
+    value = inspect.getattr_static(cap, "id", None)
+    return repr(cap) if isinstance(value, property) else str(value)
 
 
 def capability_instructions(cap: Any) -> str | None:

@@ -343,3 +343,33 @@ def test_auto_and_none_stay_as_given():
     for choice in ("auto", "none"):
         _, model = run([[("get_weather", {"city": "x"})], "done"], capabilities=[weather_cap()], tool_choice=choice)
         assert [r.tool_choice for r in model.requests] == [choice, choice]
+
+
+def test_repr_names_capabilities_without_running_their_properties():
+    class Lazy:  # like an MCP capability: reading id would start a server
+        instructions, tools = None, []
+
+        @property
+        def id(self):
+            raise AssertionError("repr must not start anything")
+
+        def __repr__(self):
+            return "Lazy(stopped)"
+
+    text = repr(bettong_nb.agent(provider=Scripted(["x"]), capabilities=[weather_cap(), Lazy()]))
+    assert "capabilities=['weather', 'Lazy(stopped)']" in text
+
+
+def test_capabilities_secret_values_are_redacted_and_counted():
+    class Vault:
+        id, instructions = "vault", None
+
+        def __init__(self):
+            self.tools = [{"name": "peek", "handler": lambda: "the pin is 48213-zebra-quartz"}]
+
+        def secret_values(self):
+            return ["48213-zebra-quartz"]
+
+    result, model = run([[("peek", {})], "ok"], capabilities=[Vault()])
+    assert result.tool_calls[0].result == "the pin is [redacted]" and result.redactions == 1
+    assert "48213-zebra-quartz" not in str(model.requests[1].messages)
