@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from .search import RESULTS_TAIL, SearchCapability, Source, dig, fetch_json, results_from, seconds
+from .search import RESULTS_TAIL, SearchCapability, Source, dig, results_from
 
 __all__ = ["brave", "parse_brave", "MAX_RESULTS"]
 
@@ -27,15 +27,9 @@ def brave(api_key: str | None = None, *, max_results: int = 5, snippet_length: i
           base_url: str | None = None, instructions: str | None = None,
           description: str | None = None) -> SearchCapability:
     """Brave web search results; ``api_key`` defaults to BRAVE_API_KEY."""
-    timeout = seconds(timeout)
-    key = SOURCE.api_key(api_key)
-    endpoint = SOURCE.endpoint(base_url, "/res/v1/web/search")
-
-    async def backend(*, query: str, max_results: int) -> list[dict]:
-        body = await fetch_json(SOURCE, "GET", endpoint, timeout=timeout, secret=key,
-                                headers={"X-Subscription-Token": key, "Accept": "application/json"},
-                                params={"q": query, "count": max_results})
-        return parse_brave(body)
-
-    return SOURCE.capability(backend, max_results=max_results, snippet_length=snippet_length,
-                             instructions=instructions, description=description)
+    return SOURCE.json_api(
+        api_key, "/res/v1/web/search", parse_brave,
+        lambda key, query, n: {"headers": {"X-Subscription-Token": key, "Accept": "application/json"},
+                               "params": {"q": query, "count": n}},
+        base_url=base_url, timeout=timeout, max_results=max_results, snippet_length=snippet_length,
+        instructions=instructions, description=description)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from .search import RESULTS_TAIL, SearchCapability, Source, dig, fetch_json, results_from, seconds
+from .search import RESULTS_TAIL, SearchCapability, Source, dig, results_from
 
 __all__ = ["google", "parse_google", "MAX_RESULTS"]
 
@@ -38,21 +38,16 @@ def google(api_key: str | None = None, cx: str | None = None, *, max_results: in
 
     ``max_results`` above 10 is refused here, since the API would refuse every search.
     """
-    timeout = seconds(timeout)
-    key = SOURCE.api_key(api_key)
+    key = SOURCE.api_key(api_key)  # the key is asked for first, then the engine
     engine = (cx if cx is not None else os.environ.get("GOOGLE_CSE_ID", "")).strip()
     if not engine:
         raise ValueError("Google search needs a search engine id: pass cx=..., or set GOOGLE_CSE_ID in the "
                          "environment (create a Programmable Search Engine at "
                          "https://programmablesearchengine.google.com and copy its Search engine ID)")
-    endpoint = SOURCE.endpoint(base_url, "/customsearch/v1")
-
-    async def backend(*, query: str, max_results: int) -> list[dict]:
-        # the key travels in the query string: that is how this API takes it
-        body = await fetch_json(SOURCE, "GET", endpoint, timeout=timeout, secret=key,
-                                headers={"Accept": "application/json"},
-                                params={"key": key, "cx": engine, "q": query, "num": min(max_results, MAX_RESULTS)})
-        return parse_google(body)
-
-    return SOURCE.capability(backend, max_results=max_results, snippet_length=snippet_length,
-                             instructions=instructions, description=description)
+    # the key travels in the query string: that is how this API takes it
+    return SOURCE.json_api(
+        key, "/customsearch/v1", parse_google,
+        lambda key, query, n: {"headers": {"Accept": "application/json"},
+                               "params": {"key": key, "cx": engine, "q": query, "num": min(n, MAX_RESULTS)}},
+        base_url=base_url, timeout=timeout, max_results=max_results, snippet_length=snippet_length,
+        instructions=instructions, description=description)

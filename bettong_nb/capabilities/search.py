@@ -263,6 +263,24 @@ class Source:
     def endpoint(self, base_url: str | None, path: str) -> str:
         return (base_url or self.base_url).rstrip("/") + path
 
+    def json_api(self, api_key: str | None, path: str, parse: Callable[[Any], list[dict]],
+                 request: Callable[[str, str, int], Mapping[str, Any]], *, base_url: str | None, timeout: Any,
+                 max_results: int, snippet_length: int, instructions: str | None,
+                 description: str | None) -> SearchCapability:
+        """The capability of a keyed JSON search API: ``request(key, query, n)`` gives the
+        keyword arguments of one :func:`fetch_json` call (method, headers, params or json_body)
+        and ``parse`` reads the results from the answer."""
+        timeout = seconds(timeout)
+        key = self.api_key(api_key)
+        endpoint = self.endpoint(base_url, path)
+
+        async def backend(*, query: str, max_results: int) -> list[dict]:
+            asked = {"method": "GET", **request(key, query, max_results)}
+            return parse(await fetch_json(self, asked.pop("method"), endpoint, timeout=timeout, secret=key, **asked))
+
+        return self.capability(backend, max_results=max_results, snippet_length=snippet_length,
+                               instructions=instructions, description=description)
+
     def capability(self, backend: Callable[..., Any], *, max_results: int, snippet_length: int,
                    instructions: str | None, description: str | None) -> SearchCapability:
         """The capability searching through ``backend``; a ``max_results`` the API would refuse

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from .search import RESULTS_TAIL, SearchCapability, Source, dig, fetch_json, results_from, seconds
+from .search import RESULTS_TAIL, SearchCapability, Source, dig, results_from
 
 __all__ = ["serper", "parse_serper"]
 
@@ -26,15 +26,9 @@ def serper(api_key: str | None = None, *, max_results: int = 5, snippet_length: 
            base_url: str | None = None, instructions: str | None = None,
            description: str | None = None) -> SearchCapability:
     """Google results via serper.dev; ``api_key`` defaults to SERPER_API_KEY."""
-    timeout = seconds(timeout)
-    key = SOURCE.api_key(api_key)
-    endpoint = SOURCE.endpoint(base_url, "/search")
-
-    async def backend(*, query: str, max_results: int) -> list[dict]:
-        body = await fetch_json(SOURCE, "POST", endpoint, timeout=timeout, secret=key,
-                                headers={"X-API-KEY": key, "Accept": "application/json"},
-                                json_body={"q": query, "num": max_results})
-        return parse_serper(body)
-
-    return SOURCE.capability(backend, max_results=max_results, snippet_length=snippet_length,
-                             instructions=instructions, description=description)
+    return SOURCE.json_api(
+        api_key, "/search", parse_serper,
+        lambda key, query, n: {"method": "POST", "headers": {"X-API-KEY": key, "Accept": "application/json"},
+                               "json_body": {"q": query, "num": n}},
+        base_url=base_url, timeout=timeout, max_results=max_results, snippet_length=snippet_length,
+        instructions=instructions, description=description)

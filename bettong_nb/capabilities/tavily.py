@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from .search import RESULTS_TAIL, SearchCapability, Source, dig, fetch_json, results_from, seconds
+from .search import RESULTS_TAIL, SearchCapability, Source, dig, results_from
 
 __all__ = ["tavily", "parse_tavily", "MAX_RESULTS"]
 
@@ -32,17 +32,12 @@ def tavily(api_key: str | None = None, *, search_depth: str = "basic", max_resul
 
     ``search_depth`` is ``"basic"`` or ``"advanced"`` (slower, costs more credits).
     """
-    timeout = seconds(timeout)
-    key = SOURCE.api_key(api_key)
     if search_depth not in ("basic", "advanced"):
         raise ValueError(f"search_depth must be 'basic' or 'advanced', not {search_depth!r}")
-    endpoint = SOURCE.endpoint(base_url, "/search")
-
-    async def backend(*, query: str, max_results: int) -> list[dict]:
-        body = await fetch_json(SOURCE, "POST", endpoint, timeout=timeout, secret=key,
-                                headers={"Authorization": f"Bearer {key}", "Accept": "application/json"},
-                                json_body={"query": query, "max_results": max_results, "search_depth": search_depth})
-        return parse_tavily(body)
-
-    return SOURCE.capability(backend, max_results=max_results, snippet_length=snippet_length,
-                             instructions=instructions, description=description)
+    return SOURCE.json_api(
+        api_key, "/search", parse_tavily,
+        lambda key, query, n: {"method": "POST",
+                               "headers": {"Authorization": f"Bearer {key}", "Accept": "application/json"},
+                               "json_body": {"query": query, "max_results": n, "search_depth": search_depth}},
+        base_url=base_url, timeout=timeout, max_results=max_results, snippet_length=snippet_length,
+        instructions=instructions, description=description)
