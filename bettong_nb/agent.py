@@ -11,12 +11,13 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
 from . import approvals, budget, events, secrets, usage
 from . import capability as cap
 from ._sync import run_sync
+from .errors import ServiceError
 from .options import PROVIDER_OPTIONS, Options
 from .provider import CallableProvider, Provider, Request, SystemBlock
 from .results import RunResult, ToolCall
@@ -90,9 +91,15 @@ class _Run:
         if self.options.approve_fn is None:
             return approvals.Allow()
         self.listener(events.ApprovalRequested(request.call_id, request.tool, request.capability, request.args))
-        verdict = await approvals.decide(self.options.approve_fn, request)
+        verdict = self.scrubbed(await approvals.decide(self.options.approve_fn, request))
         self.listener(events.ApprovalDecided(request.call_id, request.tool, bool(verdict),
                                              getattr(verdict, "reason", None)))
+        return verdict
+
+    def scrubbed(self, verdict: approvals.Verdict) -> approvals.Verdict:
+        """A denial whose reason (a hook's exception text, a person's words) holds no secret."""
+        if isinstance(verdict, approvals.Deny) and verdict.reason:
+            return replace(verdict, reason=secrets.redact(verdict.reason, extra=self.secrets)[0])
         return verdict
 
     async def tool_call(self, block: dict) -> dict:
@@ -116,7 +123,7 @@ class _Run:
                         output = await cap.run_tool(self.toolbox.registry, name, args)
                     text, call.data = output.text, output.data
                 except approvals.Denied as refused:
-                    verdict = refused.verdict
+                    verdict = self.scrubbed(refused.verdict)
         if not verdict:
             text = approvals.denial_text(name, verdict)
             call.status, call.reason = "denied", verdict.reason
@@ -160,7 +167,10 @@ async def execute(provider: Provider, options: Options, prompt: str) -> RunResul
                     return run.result(None, False, stop_reason="budget", reason=why)
             listener(events.ModelRequest(run.steps + 1, request.model))
             started = time.perf_counter()
-            response = await (provider.stream(request, listener) if options.stream else provider.complete(request))
+            try:
+                response = await (provider.stream(request, listener) if options.stream else provider.complete(request))
+            except ServiceError as err:  # whatever path made it, the message holds no secret
+                raise err.redact(run.secrets) from None
             latency = time.perf_counter() - started
             run.steps += 1
             run.spent += response.usage

@@ -11,6 +11,8 @@ redacts them before the error is made).
 
 from __future__ import annotations
 
+from typing import Iterable
+
 __all__ = ["ServiceError"]
 
 
@@ -27,3 +29,12 @@ class ServiceError(RuntimeError):
         self.body_excerpt = body_excerpt
         self.retryable = retryable
         self.retry_after = retry_after
+
+    def redact(self, extra: Iterable[str | None] = ()) -> "ServiceError":
+        """Scrub the message and the body excerpt of credentials (and of ``extra`` values)."""
+        from .secrets import redact
+
+        self.args = tuple(redact(arg, extra=extra)[0] if isinstance(arg, str) else arg for arg in self.args)
+        if self.body_excerpt is not None:
+            self.body_excerpt = redact(self.body_excerpt, extra=extra)[0]
+        return self

@@ -20,10 +20,11 @@ thinking block); other providers neither set nor read ``raw``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
+from typing import Any, Awaitable, Callable, Iterator, Protocol, runtime_checkable
 
 from .errors import ServiceError
 from .usage import Usage
@@ -42,6 +43,8 @@ __all__ = [
     "CallableProvider",
     "stream_by_completing",
     "decode_arguments",
+    "reading",
+    "malformed",
 ]
 
 
@@ -186,3 +189,23 @@ def decode_arguments(value: Any) -> Any:
         return json.loads(value)
     except (ValueError, RecursionError):
         return value
+
+
+def malformed(provider: str, what: str, value: Any) -> ProviderError:
+    """The error for an answer whose shape we cannot read; ``value`` is shown cut short."""
+    shown = json.dumps(value, ensure_ascii=False, default=str)
+    shown = shown if len(shown) <= 200 else shown[:200] + "…"
+    return ProviderError(f"{provider} sent {what}: {shown}", provider=provider)
+
+
+@contextlib.contextmanager
+def reading(provider: str) -> Iterator[None]:
+    """Around decoding a server's answer: a shape the decoder did not foresee is a ProviderError
+    naming the provider, never a TypeError or AttributeError from inside the library."""
+    try:
+        yield
+    except ProviderError:
+        raise
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        raise ProviderError(f"{provider} sent an answer in a shape that cannot be read "
+                            f"({type(exc).__name__}: {exc})", provider=provider) from None

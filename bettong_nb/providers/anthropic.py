@@ -39,7 +39,7 @@ from typing import Any, AsyncIterator, Callable, Iterable, Mapping
 from .. import events
 from ..usage import Usage
 from ..http import RETRY_STATUSES, Transport
-from ..provider import ProviderError, Request, Response
+from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 
 __all__ = ["AnthropicProvider", "DEFAULT_MODEL", "API_VERSION", "encode_request", "decode_response", "usage_from"]
 
@@ -53,8 +53,9 @@ _CHOICES = {"auto": {"type": "auto"}, "none": {"type": "none"}, "required": {"ty
 
 
 def usage_from(block: Mapping[str, Any] | None) -> Usage:
-    """Usage of one request from Anthropic's ``usage`` object (cache reads/writes counted in)."""
-    block = block or {}
+    """Usage of one request from Anthropic's ``usage`` object (cache reads/writes counted in);
+    anything but an object counts nothing rather than failing the answer."""
+    block = block if isinstance(block, Mapping) else {}
 
     def count(name: str) -> int:
         return int(block.get(name) or 0)
@@ -174,17 +175,22 @@ def _block(raw: dict) -> dict:
         return {"type": "text", "text": raw.get("text") or "", "raw": raw}
     if kind == "thinking":
         return {"type": "thinking", "text": raw.get("thinking") or "", "raw": raw}
-    if kind == "tool_use":
-        value = raw.get("input")
+    if kind == "tool_use":  # input that is not an object reaches the loop, which tells the model
         return {"type": "tool_use", "id": raw.get("id") or "", "name": raw.get("name") or "",
-                "input": value if isinstance(value, Mapping) else {}, "raw": raw}
+                "input": decode_arguments(raw.get("input")), "raw": raw}
     return {"type": "other", "block_type": kind, "raw": raw}
 
 
 def decode_response(body: Any, provider: str = "anthropic") -> Response:
+    if isinstance(body, Mapping) and body.get("type") == "error":  # an error inside a 200
+        err = body.get("error") if isinstance(body.get("error"), Mapping) else {}
+        raise ProviderError(f"{provider} error ({err.get('type', 'error')}): {str(err.get('message', body))[:200]}",
+                            provider=provider)
     if not isinstance(body, Mapping) or not isinstance(body.get("content"), list):
         raise ProviderError(f"No message in {provider} API response", provider=provider)
-    return Response(content=[_block(dict(b)) for b in body["content"] if isinstance(b, Mapping)],
+    if not all(isinstance(block, Mapping) for block in body["content"]):
+        raise malformed(provider, "content blocks that are not all objects", body["content"])
+    return Response(content=[_block(dict(b)) for b in body["content"]],
                     stop_reason=body.get("stop_reason") or "end_turn", model=body.get("model"),
                     usage=usage_from(body.get("usage")), stop_details=body.get("stop_details"))
 
@@ -202,7 +208,9 @@ class _StreamFold:
         self.stop_details: Any = None
         self.finished = False
 
-    def feed(self, event: Mapping[str, Any], emit: Callable[[Any], Any]) -> None:
+    def feed(self, event: Any, emit: Callable[[Any], Any]) -> None:
+        if not isinstance(event, Mapping):
+            raise malformed(self.provider, "a stream event that is not an object", event)
         kind = event.get("type")
         if kind == "message_start":
             message = event.get("message") or {}
@@ -225,7 +233,7 @@ class _StreamFold:
         elif kind == "message_stop":
             self.finished = True
         elif kind == "error":
-            err = event.get("error") or {}
+            err = event.get("error") if isinstance(event.get("error"), Mapping) else {"message": event.get("error")}
             err_type = err.get("type", "error")
             raise ProviderError(f"{self.provider} stream error ({err_type}): {str(err.get('message', err))[:200]}",
                                 provider=self.provider, status=_TRANSIENT_STREAM_ERRORS.get(err_type),
@@ -353,11 +361,8 @@ class AnthropicProvider:
 
     async def complete(self, request: Request) -> Response:
         body = await self.transport.post_json("/v1/messages", self._payload(request, False))
-        if isinstance(body, Mapping) and body.get("type") == "error":
-            err = body.get("error") or {}
-            raise ProviderError(f"{self.name} error ({err.get('type', 'error')}): {str(err.get('message', err))[:200]}",
-                                provider=self.name)
-        return decode_response(body, self.name)
+        with reading(self.name):
+            return decode_response(body, self.name)
 
     async def stream(self, request: Request, on_event: Callable[[Any], Any]) -> Response:
         async def fold(lines: AsyncIterator[str], emit: Callable[[Any], Any]) -> Response:
@@ -369,7 +374,8 @@ class AnthropicProvider:
             if not (state.finished or state.stop_reason):
                 raise ProviderError(f"{self.name} stream ended before the answer was complete",
                                     provider=self.name, retryable=True)
-            return state.response()
+            with reading(self.name):
+                return state.response()
 
         return await self.transport.stream("/v1/messages", self._payload(request, True), fold, on_event)
 

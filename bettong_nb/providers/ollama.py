@@ -37,7 +37,7 @@ from typing import Any, AsyncIterator, Callable, Mapping
 from .. import events
 from ..usage import Usage
 from ..http import Transport
-from ..provider import ProviderError, Request, Response, decode_arguments
+from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 
 __all__ = ["OllamaProvider", "DEFAULT_HOST", "host_url", "encode_request", "decode_response"]
 
@@ -123,13 +123,27 @@ def _usage(final: Mapping[str, Any]) -> Usage:
                  cache_miss_tokens=prompt)
 
 
+def _readable(message: Any, provider: str) -> Mapping[str, Any]:
+    """A message (whole or a stream chunk's) in the shape the decoder reads, else a clear error."""
+    if not isinstance(message, Mapping):
+        raise malformed(provider, "a message that is not an object", message)
+    for field in ("content", "thinking"):
+        if message.get(field) is not None and not isinstance(message[field], str):
+            raise malformed(provider, f"a message whose {field} is not text", message[field])
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list) or not all(isinstance(c, Mapping) and isinstance(c.get("function") or {}, Mapping)
+                                              for c in calls):
+        raise malformed(provider, "tool calls that are not a list of objects with a function object", calls)
+    return message
+
+
 def _response(message: Mapping[str, Any], final: Mapping[str, Any], first_id: int) -> Response:
+    calls = message.get("tool_calls") or []
     content: list[dict] = []
     if (message.get("thinking") or "").strip():
         content.append({"type": "thinking", "text": message["thinking"]})
     if (message.get("content") or "").strip():
         content.append({"type": "text", "text": message["content"]})
-    calls = message.get("tool_calls") or []
     for n, call in enumerate(calls):
         fn = call.get("function") or {}
         content.append({"type": "tool_use", "id": call.get("id") or f"ollama_tool_{first_id + n}",
@@ -148,9 +162,11 @@ def _check(body: Any, provider: str) -> Mapping[str, Any]:
 
 def decode_response(body: Any, provider: str = "ollama", first_id: int = 0) -> Response:
     body = _check(body, provider)
-    if not isinstance(body.get("message"), Mapping):
+    if body.get("message") is None:
         raise ProviderError(f"No message in {provider} API response", provider=provider)
-    return _response(body["message"], body, first_id)
+    message = _readable(body["message"], provider)
+    with reading(provider):
+        return _response(message, body, first_id)
 
 
 def _calls_so_far(request: Request) -> int:
@@ -203,7 +219,7 @@ class OllamaProvider:
                 except ValueError:
                     raise ProviderError(f"{self.name} sent a stream line that is not JSON: {line[:200]}",
                                         provider=self.name) from None
-                message = chunk.get("message") or {}
+                message = _readable(chunk.get("message") or {}, self.name)
                 if message.get("thinking"):
                     thinking.append(message["thinking"])
                     emit(events.ThinkingDelta(message["thinking"]))
@@ -222,7 +238,8 @@ class OllamaProvider:
                 raise ProviderError(f"{self.name} stream ended before the answer was complete",
                                     provider=self.name, retryable=True)
             message = {"content": "".join(text), "thinking": "".join(thinking), "tool_calls": calls}
-            return _response(message, final, _calls_so_far(request))
+            with reading(self.name):
+                return _response(message, final, _calls_so_far(request))
 
         return await self.transport.stream("/api/chat", payload, fold, on_event)
 

@@ -18,7 +18,7 @@ from .. import events
 from ..usage import Usage, from_openai
 from ..http import Transport
 from ..options import Options
-from ..provider import ProviderError, Request, Response, decode_arguments
+from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 
 __all__ = ["OpenAIProvider", "Service", "encode_request", "decode_response", "DEEPSEEK", "OPENAI"]
 
@@ -80,6 +80,27 @@ def encode_request(request: Request, *, default_model: str | None, stream: bool 
     return body
 
 
+def _readable(message: Any, provider: str) -> dict:
+    """A message or stream delta in the shape the decoder reads. What servers vary in is read:
+    content as a list of parts, arguments as an object, missing ids; anything else that is not
+    the chat-completions shape is a clear error."""
+    if not isinstance(message, Mapping):
+        raise malformed(provider, "a message that is not an object", message)
+    out = dict(message)
+    for field in ("content", "reasoning_content"):
+        value = out.get(field)
+        if isinstance(value, list):  # content parts: the text ones, in order
+            out[field] = "".join(part.get("text") or "" for part in value
+                                 if isinstance(part, Mapping) and part.get("type") in ("text", "output_text"))
+        elif value is not None and not isinstance(value, str):
+            raise malformed(provider, f"a message whose {field} is neither text nor parts", value)
+    calls = out.get("tool_calls")
+    if calls is not None and (not isinstance(calls, list) or not all(
+            isinstance(call, Mapping) and isinstance(call.get("function") or {}, Mapping) for call in calls)):
+        raise malformed(provider, "tool calls that are not a list of objects with a function object", calls)
+    return out
+
+
 def _response(message: Mapping[str, Any], finish: str | None, model: str | None, usage: Usage) -> Response:
     content: list[dict] = []
     if message.get("reasoning_content"):
@@ -95,12 +116,14 @@ def _response(message: Mapping[str, Any], finish: str | None, model: str | None,
 
 
 def decode_response(body: Any, provider: str = "openai") -> Response:
-    try:
-        choice = body["choices"][0]
-        message = choice["message"]
-    except (KeyError, IndexError, TypeError):
-        raise ProviderError(f"No message in {provider} API response", provider=provider) from None
-    return _response(message, choice.get("finish_reason"), body.get("model"), from_openai(body.get("usage")))
+    choices = body.get("choices") if isinstance(body, Mapping) else None
+    if not choices or not isinstance(choices, list) or not isinstance(choices[0], Mapping) \
+            or choices[0].get("message") is None:
+        raise ProviderError(f"No message in {provider} API response", provider=provider)
+    choice = choices[0]
+    with reading(provider):
+        return _response(_readable(choice["message"], provider), choice.get("finish_reason"), body.get("model"),
+                         from_openai(body.get("usage")))
 
 
 class _StreamFold:
@@ -116,7 +139,9 @@ class _StreamFold:
         self.usage: Mapping[str, Any] | None = None
         self.finished = False
 
-    def feed(self, chunk: Mapping[str, Any], emit: Callable[[Any], Any]) -> None:
+    def feed(self, chunk: Any, emit: Callable[[Any], Any]) -> None:
+        if not isinstance(chunk, Mapping):
+            raise malformed(self.provider, "a stream event that is not an object", chunk)
         if chunk.get("error"):
             err = chunk["error"]
             raise ProviderError(f"{self.provider} stream error: {err.get('message', err) if isinstance(err, dict) else err}",
@@ -125,7 +150,9 @@ class _StreamFold:
         if chunk.get("usage"):
             self.usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
+            if not isinstance(choice, Mapping):
+                raise malformed(self.provider, "a stream choice that is not an object", choice)
+            delta = _readable(choice.get("delta") or {}, self.provider)
             if delta.get("reasoning_content"):
                 self.thinking.append(delta["reasoning_content"])
                 emit(events.ThinkingDelta(delta["reasoning_content"]))
@@ -138,9 +165,10 @@ class _StreamFold:
                 fn = part.get("function") or {}
                 call["id"] = part.get("id") or call["id"]
                 call["name"] = call["name"] or fn.get("name") or ""  # whole; llama-cpp-python repeats it per chunk
-                if fn.get("arguments"):
-                    call["arguments"].append(fn["arguments"])
-                emit(events.ToolUseDelta(index, call["name"] or None, fn.get("arguments") or ""))
+                piece = fn.get("arguments") or ""
+                piece = piece if isinstance(piece, str) else json.dumps(piece, ensure_ascii=False)  # already an object
+                call["arguments"].append(piece)
+                emit(events.ToolUseDelta(index, call["name"] or None, piece))
             if choice.get("finish_reason"):
                 self.finish = choice["finish_reason"]
 
@@ -215,7 +243,8 @@ class OpenAIProvider:
             if not (state.finished or state.finish):
                 raise ProviderError(f"{self.name} stream ended before the answer was complete",
                                     provider=self.name, retryable=True)
-            return state.response()
+            with reading(self.name):
+                return state.response()
 
         return await self.transport.stream("/chat/completions", payload, fold, on_event)
 

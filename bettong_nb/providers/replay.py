@@ -69,12 +69,13 @@ class Recording:
 
     def _write(self, request: Request, response: Response, deltas: list[dict] | None) -> None:
         record: dict[str, Any] = {"request": request_data(request), "response": _response_data(response)}
-        if deltas is not None:
-            record["stream"] = deltas
-        line = json.dumps(record, ensure_ascii=False, sort_keys=True)
         # A cassette outlives the session, so it is redacted even inside secrets.revealed():
         # a fresh context has every switch at its default, redaction on.
-        line, _ = contextvars.Context().run(secrets.redact, line, extra=self.secret_values())
+        redact = contextvars.Context().run
+        if deltas is not None:
+            record["stream"] = redact(_redacted_deltas, deltas, self.secret_values())
+        line = json.dumps(record, ensure_ascii=False, sort_keys=True)
+        line, _ = redact(secrets.redact, line, extra=self.secret_values())
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as f:
             f.write(line + "\n")
@@ -95,6 +96,22 @@ class Recording:
         response = await self.provider.stream(request, record)
         self._write(request, response, deltas)
         return response
+
+
+def _redacted_deltas(deltas: list[dict], extra: list[str]) -> list[dict]:
+    """The deltas of one stream, cut from its redacted text: a secret split across deltas
+    (``"sk-ab"`` then ``"cd…"``) is caught in the joined text, which no single delta shows."""
+    pieces: dict[tuple, list[dict]] = {}
+    for delta in deltas:  # each stream of text: the answer, the thinking, each tool call's arguments
+        pieces.setdefault((delta["kind"], delta.get("index")), []).append(delta)
+    for group in pieces.values():
+        field = "arguments" if group[0]["kind"] == "tool-use-delta" else "text"
+        text, _ = secrets.redact("".join(d[field] for d in group), extra=extra)
+        start = 0
+        for number, delta in enumerate(group):  # the same cuts, the last piece takes what is left
+            end = len(text) if number == len(group) - 1 else min(len(text), start + len(delta[field]))
+            delta[field], start = text[start:end], end
+    return deltas
 
 
 def _first_difference(a: Any, b: Any, path: str = "") -> str | None:
