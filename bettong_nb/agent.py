@@ -3,6 +3,7 @@
     agent = bettong_nb.deepseek(capabilities=[caps.filesystem(root="data")])
     result = agent.run("Summarise report.txt")
     result.output, result.tool_calls, result.usage
+    agent.run(["What does this plot show?", fig])      # a prompt may carry images (bettong_nb.images)
 
 ``run`` works in a script and where an event loop is already running (a notebook cell);
 ``await agent.arun(...)`` is the async form.
@@ -14,7 +15,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
-from . import approvals, budget, events, secrets, usage
+from . import approvals, budget, events, images, secrets, usage
+from .images import Prompt
 from . import capability as cap
 from ._sync import run_sync
 from .errors import ServiceError
@@ -26,8 +28,9 @@ if TYPE_CHECKING:
     from .batch import Batch
     from .session import Session
 
-__all__ = ["Agent", "ModelAgent", "Toolbox", "BASE_SYSTEM_PROMPT", "execute", "prepare", "system_prompt",
+__all__ = ["Agent", "ModelAgent", "Prompt", "Toolbox", "BASE_SYSTEM_PROMPT", "execute", "prepare", "system_prompt",
            "as_provider"]
+
 
 BASE_SYSTEM_PROMPT = "\n".join([
     "You are an agent running on the user's machine.",
@@ -111,7 +114,7 @@ class _Run:
                         id=block["id"], step=self.steps)
         self.calls.append(call)
         self.listener(events.ToolCallStarted(call))
-        text, verdict = error, approvals.Allow()
+        text, verdict, pictures = error, approvals.Allow(), ()
         started = time.perf_counter()
         if text is None:
             request = approvals.ApprovalRequest(name, args, call.capability, call.id, scope=self.scope)
@@ -121,9 +124,16 @@ class _Run:
                 try:
                     with approvals.approved(request, verdict):
                         output = await cap.run_tool(self.toolbox.registry, name, args)
-                    text, call.data = output.text, output.data
+                    text, call.data, pictures = output.text, output.data, output.images
                 except approvals.Denied as refused:
                     verdict = self.scrubbed(refused.verdict)
+        if verdict and pictures:
+            try:
+                call.images = images.prepared(pictures, max_side=self.options.image_max_side,
+                                              max_bytes=self.options.image_max_bytes)
+            except (TypeError, ValueError) as exc:  # the tool's bug: the model reads it, the run goes on
+                text = f"ERROR: the tool returned an image that cannot be sent: {exc}"
+            text = text or "; ".join(f"[image: {image.describe()}]" for image in call.images)
         if not verdict:
             text = approvals.denial_text(name, verdict)
             call.status, call.reason = "denied", verdict.reason
@@ -135,12 +145,15 @@ class _Run:
         call.duration_s = time.perf_counter() - started
         self.redactions += call.redactions
         self.listener(events.ToolCallFinished(call))
-        return {"type": "tool_result", "tool_use_id": call.id, "content": call.result, "is_error": call.status != "ok"}
+        result = {"type": "tool_result", "tool_use_id": call.id, "content": call.result, "is_error": call.status != "ok"}
+        return {**result, "images": [image.block() for image in call.images]} if call.images else result
 
 
-async def execute(provider: Provider, options: Options, prompt: str) -> RunResult:
+async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunResult:
     """Run one prompt to an answer. ``options.messages`` is a prior transcript to continue; its
-    system prompt is kept as it is, so the provider's cached prefix survives."""
+    system prompt is kept as it is, so the provider's cached prefix survives. The prompt's
+    images are converted and bounded here, before any request (an error for one that cannot go)."""
+    content = images.prompt_content(prompt, max_side=options.image_max_side, max_bytes=options.image_max_bytes)
     toolbox = prepare(options)
     prior = list(options.messages)
     system = prior[0]["content"] if prior else toolbox.system
@@ -148,7 +161,7 @@ async def execute(provider: Provider, options: Options, prompt: str) -> RunResul
     # Beside credential-shaped values, what the provider and the capabilities hold is never shown.
     known = [provider, *options.capabilities]
     secret_values = [value for holder in known for value in getattr(holder, "secret_values", lambda: [])()]
-    run = _Run(options, toolbox, system, prior[1:] + [{"role": "user", "content": prompt}], listener,
+    run = _Run(options, toolbox, system, prior[1:] + [{"role": "user", "content": content}], listener,
                secret_values, approvals.current_conversation())
     run.scope = run.scope if run.scope is not None else run
     budgets = budget.active(options.token_budget, options.cost_budget, options.prices)
@@ -177,7 +190,7 @@ async def execute(provider: Provider, options: Options, prompt: str) -> RunResul
             for b in budgets:
                 b.charge(response.usage)
             run.records.append(usage.RequestRecord(1, run.steps, response.model or request.model, latency,
-                                                   response.usage))
+                                                   response.usage, images=images.count(request.messages)))
             # The tool calls of a truncated (half-written) or refused answer are never run, so they
             # are not kept either: a tool call without its result is never sent to a provider.
             content = response.content if not (response.truncated() or response.refused()) else [
@@ -202,9 +215,9 @@ async def execute(provider: Provider, options: Options, prompt: str) -> RunResul
 class Agent(Protocol):
     """Anything that runs a prompt: agents and sessions both; write your own."""
 
-    def run(self, prompt: str, **overrides: Any) -> RunResult: ...
+    def run(self, prompt: Prompt, **overrides: Any) -> RunResult: ...
 
-    async def arun(self, prompt: str, **overrides: Any) -> RunResult: ...
+    async def arun(self, prompt: Prompt, **overrides: Any) -> RunResult: ...
 
 
 def as_provider(value: Any) -> Provider:
@@ -245,11 +258,11 @@ class ModelAgent:
             return self._build_provider(options), options
         return self.provider, options
 
-    async def arun(self, prompt: str, **overrides: Any) -> RunResult:
+    async def arun(self, prompt: Prompt, **overrides: Any) -> RunResult:
         provider, options = self.resolve(overrides)
         return await execute(provider, options, prompt)
 
-    def run(self, prompt: str, **overrides: Any) -> RunResult:
+    def run(self, prompt: Prompt, **overrides: Any) -> RunResult:
         return run_sync(self.arun(prompt, **overrides))
 
     def session(self, *, token_budget: int | None = None, cost_budget: float | None = None) -> "Session":

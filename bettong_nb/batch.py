@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, Iterable, Mapping
 
-from . import budget, usage
+from . import budget, images, usage
 from ._sync import run_sync
 from .results import Ledger, RunResult
 
@@ -108,9 +108,13 @@ def install_progress(kind: type[Progress] | None) -> type[Progress]:
     return previous
 
 
-def _failed(error: BaseException, prompt: str) -> RunResult:
+def _failed(error: BaseException, prompt: Any) -> RunResult:
     reason = "cancelled" if isinstance(error, asyncio.CancelledError) else f"{type(error).__name__}: {error}"
-    return RunResult(None, 0, [], [{"role": "user", "content": prompt}], usage.ZERO, False,
+    try:  # the transcript stays JSON: a prompt of parts as its blocks, or as text when it cannot be
+        content = images.prompt_content(prompt)
+    except (TypeError, ValueError):
+        content = str(prompt)
+    return RunResult(None, 0, [], [{"role": "user", "content": content}], usage.ZERO, False,
                      stop_reason="error", reason=reason, error=error)
 
 

@@ -27,7 +27,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
-from . import secrets
+from . import images, secrets
 
 __all__ = [
     "Capability",
@@ -60,7 +60,9 @@ class ToolOutput:
         return ToolOutput(text="the plot", images=(Image.from_path("p.png"),))
 
     ``text`` goes to the model (redacted); ``data`` stays on the ToolCall for the person, never
-    sent; ``images`` (:class:`bettong_nb.images.Image`) go to the model as image parts.
+    sent; ``images`` (a :class:`bettong_nb.Image`, a matplotlib Figure, a PIL or IPython image)
+    go to the model as image parts, bounded like a prompt's. A handler that returns an image
+    alone (a Figure) returns ``ToolOutput("", images=(figure,))``.
     """
 
     text: str
@@ -349,7 +351,9 @@ async def run_tool(reg: Mapping[str, RegisteredTool], name: str, args: Mapping[s
         raise
     except Exception as exc:  # the model reads the error; the run goes on
         return ToolOutput(f"ERROR: {exc}" if str(exc) else f"ERROR: {type(exc).__name__}")
-    return value if isinstance(value, ToolOutput) else ToolOutput(stringify(value))
+    if isinstance(value, ToolOutput):
+        return value
+    return ToolOutput("", images=(value,)) if images.is_image(value) else ToolOutput(stringify(value))
 
 
 async def invoke(

@@ -16,13 +16,13 @@ from .usage import check_prices, cost_parts
 __all__ = ["usage_frame", "tool_frame", "USAGE_COLUMNS", "COST_COLUMNS", "TOOL_COLUMNS", "STATUSES"]
 
 USAGE_COLUMNS = ("turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
-                 "cache_miss_tokens", "reasoning_tokens", "latency_s")
+                 "cache_miss_tokens", "reasoning_tokens", "images", "latency_s")
 COST_COLUMNS = ("cost_input", "cost_output", "cost_cache_hit", "cost_total")
 TOOL_COLUMNS = ("turn", "step", "tool", "capability", "args", "status", "duration_s", "result_chars", "redactions")
 STATUSES = ("ok", "error", "denied")
 
 _INTS = ("turn", "step", "prompt_tokens", "completion_tokens", "cache_hit_tokens", "cache_miss_tokens",
-         "reasoning_tokens", "result_chars", "redactions")
+         "reasoning_tokens", "images", "result_chars", "redactions")
 
 
 def _typed(rows: list[dict], columns: tuple[str, ...], categories: Mapping[str, Any]):
@@ -50,7 +50,7 @@ def usage_frame(requests: Iterable[Any], prices: Mapping[str, float] | None = No
         row = {"turn": r.turn, "step": r.step, "model": r.model, "prompt_tokens": u.prompt_tokens,
                "completion_tokens": u.completion_tokens, "cache_hit_tokens": u.cache_hit_tokens,
                "cache_miss_tokens": u.cache_miss_tokens, "reasoning_tokens": u.reasoning_tokens,
-               "latency_s": r.latency_s}
+               "images": r.images, "latency_s": r.latency_s}
         if prices:
             parts = cost_parts(u, **prices)
             row.update(cost_input=parts["input"], cost_output=parts["output"], cost_cache_hit=parts["cache_hit"],

@@ -13,6 +13,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from .images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE
+
 __all__ = ["Options", "PROVIDER_OPTIONS", "REQUEST_OPTIONS"]
 
 # Options that go into every Request as they are (a provider ignores what it cannot express).
@@ -50,6 +52,8 @@ class Options:
     thinking_display: str | None = None
     num_ctx: int | None = None
     keep_alive: str | int | None = None
+    image_max_side: int = DEFAULT_MAX_SIDE
+    image_max_bytes: int = DEFAULT_MAX_BYTES
 
     @classmethod
     def names(cls) -> frozenset[str]:

@@ -12,6 +12,18 @@ Messages are plain dicts so a transcript is JSON as it stands::
     {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "c1", "content": "hello", "is_error": False}]}
 
+Images are blocks of their own, the bytes in standard base64 (see :mod:`bettong_nb.images`)::
+
+    {"role": "user", "content": [
+        {"type": "text", "text": "What does this plot show?"},
+        {"type": "image", "media_type": "image/png", "data": "iVBORw0KGgo..."}]}
+    {"type": "tool_result", "tool_use_id": "c2", "content": "[image: image/png, 640×480 px]",
+     "is_error": False, "images": [{"type": "image", "media_type": "image/png", "data": "..."}]}
+
+A prompt's text and images keep their order; a tool result keeps ``content`` as text and
+carries its images beside it, for wire formats whose tool messages are text only. The media
+type is one of ``images.MEDIA_TYPES``, checked and bounded before the block is made.
+
 A ``tool_use`` input is the decoded arguments, or the model's raw text when that was not
 valid JSON (the loop reports the error to the model). Blocks parsed by the Anthropic provider
 carry ``raw`` (the vendor's own JSON), which it echoes back unchanged (its API rejects an edited

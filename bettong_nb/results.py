@@ -22,7 +22,8 @@ class ToolCall:
     carried by the events while the call runs, shown by the displays and listed in frames.
 
     ``status`` is ``running``/``awaiting approval`` while it goes, then ``ok``, ``error`` or
-    ``denied``; ``data`` is what the tool handed the person beside its text (a DataFrame)."""
+    ``denied``; ``data`` is what the tool handed the person beside its text (a DataFrame);
+    ``images`` are the :class:`bettong_nb.Image` it sent the model, as sent (bounded)."""
 
     tool: str
     capability: str | None
@@ -36,6 +37,7 @@ class ToolCall:
     step: int = 0
     turn: int = 1
     data: Any = field(default=None, repr=False)
+    images: list = field(default_factory=list, repr=False)
 
 
 class Ledger:

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from . import approvals, budget, events, usage
 from ._sync import run_sync
+from .images import Prompt
 from .options import Options
 from .results import Ledger, RunResult
 
@@ -126,7 +127,7 @@ class Session(Ledger):
                                                   "instead of the cached rate."))
         self._tools = start.tools
 
-    async def arun(self, prompt: str, **overrides: Any) -> RunResult:
+    async def arun(self, prompt: Prompt, **overrides: Any) -> RunResult:
         async with self._lock:
             overrides["on_event"] = self._guarded(overrides.get("on_event") or self.options.on_event)
             with budget.sharing(self.budget), approvals.conversation(self):
@@ -143,7 +144,7 @@ class Session(Ledger):
             self.turns = turn
             return result
 
-    def run(self, prompt: str, **overrides: Any) -> RunResult:
+    def run(self, prompt: Prompt, **overrides: Any) -> RunResult:
         return run_sync(self.arun(prompt, **overrides))
 
     async def wait(self) -> RunResult | None:

@@ -50,13 +50,15 @@ ZERO = Usage()
 
 @dataclass(frozen=True)
 class RequestRecord:
-    """One model request: which turn and step it served, how long it took, what it used."""
+    """One model request: which turn and step it served, how long it took, what it used, and
+    how many images it carried (all those in its transcript, earlier turns' included)."""
 
     turn: int
     step: int
     model: str | None
     latency_s: float
     usage: Usage
+    images: int = 0
 
 
 def _first(block: Mapping[str, Any], *paths: str) -> int:

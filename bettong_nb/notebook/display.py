@@ -18,7 +18,7 @@ import re
 import time
 from typing import Any, Callable, Mapping
 
-from .. import events, usage
+from .. import events, images, usage
 from ..results import ToolCall
 from ..terminal import RAN, args_preview, call_line, duration_text, json_text
 
@@ -74,9 +74,24 @@ def _capped(text: str, limit: int = RESULT_PREVIEW_CHARS) -> str:
     return text[:limit] + f"\n… ({len(text) - limit} more characters; the full text is in result.tool_calls)"
 
 
+_THUMB = "max-width:240px;max-height:240px;margin:4px 6px 4px 0;border:1px solid rgba(128,128,128,.35)"
+
+
+@functools.lru_cache(maxsize=16)  # a live view redraws its tool calls on every update
+def _thumbnail_url(image: images.Image) -> str:
+    return images.thumbnail(image).data_url()
+
+
+def _thumbnails(pictures: list[images.Image]) -> str:
+    """Images as inline ``data:`` thumbnails: the page never fetches anything for them."""
+    tags = [f'<img class="bettong-image" src="{_thumbnail_url(p)}" alt="{_esc(p.describe())}" '
+            f'title="{_esc(p.describe())}" style="{_THUMB}">' for p in pictures]
+    return f'<div>{"".join(tags)}</div>' if tags else ""
+
+
 def tool_block(call: ToolCall, *, note: str | None = None) -> str:
     """One tool call as ``<details>``: summary ``tool(args…) → status · duration``, then the full
-    arguments and the result, HTML-escaped."""
+    arguments and the result, HTML-escaped, and thumbnails of the images it sent the model."""
     colour = _STATUS_COLOURS.get(call.status, "inherit")
     parts = [f'<code style="{_CALL}">{_esc(call.tool)}({_esc(args_preview(call.args))})</code> → '
              f'<span style="color:{colour};font-weight:600;white-space:nowrap">{_esc(call.status)}</span>']
@@ -93,6 +108,7 @@ def tool_block(call: ToolCall, *, note: str | None = None) -> str:
         body.append(f'<div style="{_MUTED}">reason: {_esc(call.reason)}</div>')
     if call.result is not None:
         body.append(f'<div style="{_LABEL}">RESULT</div><pre style="{_PRE}">{_esc(_capped(call.result))}</pre>')
+    body.append(_thumbnails(call.images))
     css = f"bettong-tool bettong-call-{css_id(call.id)}" if call.id else "bettong-tool"
     return (f'<details class="{css}" style="{_DETAILS}"><summary style="{_SUMMARY}">{"".join(parts)}</summary>'
             f'{"".join(body)}</details>')
@@ -115,10 +131,10 @@ def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool =
         if role == "system":
             out.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">system prompt</summary>'
                        f'<pre style="{_PRE}">{_esc(content)}</pre></details>')
-        elif role == "user" and isinstance(content, str):
+        elif role == "user" and _is_prompt(content):
             turn += 1
             label = f"You · turn {turn}" if turn_marks else "You"
-            out.append(f'<div style="{_ROLE}">{label}</div><div style="{_TEXT}">{_esc(content)}</div>')
+            out.append(f'<div style="{_ROLE}">{label}</div>{_prompt_html(content)}')
         elif role == "assistant" and isinstance(content, list):
             for block in content:
                 kind = block.get("type")
@@ -134,11 +150,26 @@ def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool =
     return out
 
 
+def _is_prompt(content: Any) -> bool:
+    """A user message the person wrote (text, or text and images), not one of tool results."""
+    return isinstance(content, str) or (isinstance(content, list) and bool(content)
+                                        and all(b.get("type") in ("text", "image") for b in content))
+
+
+def _prompt_html(content: str | list[dict]) -> str:
+    if isinstance(content, str):
+        return f'<div style="{_TEXT}">{_esc(content)}</div>'
+    text = "\n".join(b["text"] for b in content if b["type"] == "text")
+    pictures = [images.Image.from_block(b) for b in content if b["type"] == "image"]
+    return (f'<div style="{_TEXT}">{_esc(text)}</div>' if text else "") + _thumbnails(pictures)
+
+
 def _recorded_tool(block: dict, result: dict | None, call: ToolCall | None) -> str:
     if call is None:  # a transcript handed in by the user: what its messages say
         status = "ok" if result is not None and not result.get("is_error") else ("error" if result else "not run")
         call = ToolCall(block.get("name", "?"), None, block.get("input"), id=block.get("id", ""), status=status,
-                        result=None if result is None else str(result.get("content")))
+                        result=None if result is None else str(result.get("content")),
+                        images=[images.Image.from_block(b) for b in (result or {}).get("images") or ()])
     return tool_block(call)
 
 

@@ -18,6 +18,8 @@ What goes on the wire, and the choices made:
   ``tool_result`` in the next message (a run stopped before running it) and a result whose
   call is gone are dropped, an assistant turn left empty is skipped, and neighbouring turns
   of one role are merged: the API wants alternating roles and paired tool blocks.
+* Images go as ``{"type": "image", "source": {"type": "base64", ...}}`` blocks where the
+  prompt put them; a tool result with images has a content list, its text then its images.
 * ``temperature`` (and top_p/top_k) are never sent: the current model family rejects them,
   and a session that switches here from a provider where ``temperature`` was set must keep
   working. Depth is ``effort`` (``output_config.effort``).
@@ -68,6 +70,10 @@ def usage_from(block: Mapping[str, Any] | None) -> Usage:
 
 # --- encoding ---------------------------------------------------------------------------------
 
+def _image(block: Mapping[str, Any]) -> dict:
+    return {"type": "image", "source": {"type": "base64", "media_type": block["media_type"], "data": block["data"]}}
+
+
 def _encode_block(block: Mapping[str, Any], provider: str) -> dict | None:
     raw = block.get("raw")
     if isinstance(raw, Mapping) and raw.get("type"):
@@ -80,8 +86,13 @@ def _encode_block(block: Mapping[str, Any], provider: str) -> dict | None:
         value = block.get("input")
         return {"type": "tool_use", "id": block["id"], "name": block["name"],
                 "input": value if isinstance(value, Mapping) else {}}
+    if kind == "image":
+        return _image(block)
     if kind == "tool_result":
-        out = {"type": "tool_result", "tool_use_id": block["tool_use_id"], "content": block.get("content", "")}
+        content: Any = block.get("content", "")
+        if block.get("images"):  # the API rejects an empty text block
+            content = ([{"type": "text", "text": content}] if content else []) + [_image(b) for b in block["images"]]
+        out = {"type": "tool_result", "tool_use_id": block["tool_use_id"], "content": content}
         if block.get("is_error"):
             out["is_error"] = True
         return out

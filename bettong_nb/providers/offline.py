@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from ..budget import estimate_tokens
 from ..provider import Request, Response, stream_by_completing
 from ..usage import Usage
 
@@ -23,8 +24,8 @@ OFFLINE_NOTICE = ("(offline demo model: no API key is set, so no real model answ
 
 
 def _tokens(request: Request) -> int:
-    size = sum(len(b.text) for b in request.system) + len(json.dumps(request.messages, ensure_ascii=False))
-    return max(1, (size + len(json.dumps(request.tools))) // 4)
+    system = "".join(b.text for b in request.system)
+    return max(1, estimate_tokens(system, request.messages, request.tools, None))
 
 
 class OfflineModel:

@@ -10,6 +10,8 @@ What goes on the wire, and the choices made:
   ``http://localhost:11434``. A bind wildcard (``0.0.0.0``, ``::``, ``*``) names where a
   server listens, not where to connect, so it becomes 127.0.0.1 (the port is kept).
 * The system blocks become one leading ``system`` message (no cache breakpoints locally).
+* Images go as base64 in the ``images`` list of their message: a prompt's on the user
+  message (after its text), a tool result's on its tool message.
 * Tools go in the OpenAI function shape. A tool call has no id on the wire, so one is made
   up as ``ollama_tool_<i>``, ``i`` counting on from the calls already in the conversation so
   ids stay unique across turns (a server that does send ids has them used). Results go
@@ -67,6 +69,10 @@ def host_url(value: str | None) -> str:
     return f"{scheme}://{host}:{port or default_port}" + (f"/{path}" if path else "")
 
 
+def _with_images(message: dict, images: list[dict] | None) -> dict:
+    return {**message, "images": [image["data"] for image in images]} if images else message
+
+
 def encode_request(request: Request, *, model: str, stream: bool, num_ctx: int | None = None,
                    keep_alive: str | int | None = None, think: bool | str | None = None) -> dict:
     messages: list[dict] = []
@@ -91,11 +97,14 @@ def encode_request(request: Request, *, model: str, stream: bool, num_ctx: int |
                                                     if isinstance(b.get("input"), dict) else {}}} for b in calls]
             messages.append(wire)
         else:
-            messages.extend({"role": "tool", "tool_name": names.get(b["tool_use_id"], ""), "content": b["content"]}
-                            for b in content if b["type"] == "tool_result")
+            for b in content:
+                if b["type"] == "tool_result":
+                    messages.append(_with_images({"role": "tool", "tool_name": names.get(b["tool_use_id"], ""),
+                                                  "content": b["content"]}, b.get("images")))
             texts = [b["text"] for b in content if b["type"] == "text"]
-            if texts:
-                messages.append({"role": role, "content": "\n".join(texts)})
+            pictures = [b for b in content if b["type"] == "image"]
+            if texts or pictures:
+                messages.append(_with_images({"role": role, "content": "\n".join(texts)}, pictures))
     body: dict[str, Any] = {"model": model, "messages": messages, "stream": stream}
     if request.tools and request.tool_choice != "none":
         body["tools"] = [{"type": "function", "function": t} for t in request.tools]

@@ -5,6 +5,10 @@
 
 ``base_url`` is the API root as the server documents it (``/v1`` included where it has one);
 requests go to ``base_url + "/chat/completions"``.
+
+Images go as ``{"type": "image_url", "image_url": {"url": "data:<type>;base64,..."}}`` content
+parts. Tool messages on this wire are text only, so a tool result's images follow the turn's
+tool messages in one user message, each group introduced by the id of its call.
 """
 
 from __future__ import annotations
@@ -46,13 +50,26 @@ def _encode_message(message: Mapping[str, Any]) -> list[dict]:
         if calls:
             wire["tool_calls"] = calls
         return [wire]
-    # A user turn: tool results become "tool" messages, any text follows as one user message.
-    out = [{"role": "tool", "tool_call_id": b["tool_use_id"], "content": b["content"]}
-           for b in content if b["type"] == "tool_result"]
-    texts = [b["text"] for b in content if b["type"] == "text"]
-    if texts:
-        out.append({"role": role, "content": "\n".join(texts)})
+    # A user turn: tool results become "tool" messages (text only on this wire); the images of
+    # results, then the turn's own text and images, follow as one user message.
+    results = [b for b in content if b["type"] == "tool_result"]
+    out = [{"role": "tool", "tool_call_id": b["tool_use_id"], "content": b["content"]} for b in results]
+    parts = []
+    for result in results:
+        if result.get("images"):
+            parts.append({"type": "text", "text": f"The images tool call {result['tool_use_id']} returned:"})
+            parts.extend(_image_part(image) for image in result["images"])
+    parts.extend({"type": "text", "text": b["text"]} if b["type"] == "text" else _image_part(b)
+                 for b in content if b["type"] in ("text", "image"))
+    if any(part["type"] == "image_url" for part in parts):
+        out.append({"role": role, "content": parts})
+    elif parts:
+        out.append({"role": role, "content": "\n".join(part["text"] for part in parts)})
     return out
+
+
+def _image_part(block: Mapping[str, Any]) -> dict:
+    return {"type": "image_url", "image_url": {"url": f"data:{block['media_type']};base64,{block['data']}"}}
 
 
 def encode_request(request: Request, *, default_model: str | None, stream: bool = False) -> dict:

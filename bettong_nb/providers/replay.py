@@ -7,7 +7,8 @@
 A cassette is JSON Lines, one turn a line: the neutral request, the response, and for a streamed
 turn the deltas in order. Credentials (the wrapped provider's keys and credential-looking values)
 are redacted before anything is written. Requests are neutral, so there are no HTTP headers to
-leak. Replay matches an incoming request to a recorded one by its content, not by position; the
+leak. An image is stored as the sha256 of its bytes (a cassette stays small, and redaction never
+scans image bytes as text); replay matches on that hash. Replay matches an incoming request to a recorded one by its content, not by position; the
 same request recorded several times is served in recorded order.
 """
 
@@ -21,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import events, secrets
+from .. import events, images, secrets
 from ..usage import Usage
 from ..provider import ProviderError, Request, Response
 
@@ -35,7 +36,9 @@ class ReplayMismatch(ProviderError):
 
 
 def request_data(request: Request) -> dict:
-    return dataclasses.asdict(request)
+    """The request as a cassette keeps it: each image as the sha256 of its bytes, not the bytes."""
+    return {**dataclasses.asdict(dataclasses.replace(request, messages=[])),
+            "messages": images.without_bytes(request.messages)}
 
 
 def _response_data(response: Response) -> dict:
