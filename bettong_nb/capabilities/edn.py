@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import edn as _edn
-from .._edn_text import read_whole
 from .._rooted import Root, read_up_to
+from ..edn._reader import read_whole
 from ..capability import Tool
 
 __all__ = ["edn", "EdnCapability", "MAX_FILE_BYTES", "MAX_SHOWN_CHARS"]
