@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from bettong_nb import _edn_text, edn
+from bettong_nb import edn
+from bettong_nb.edn import _splice
 from bettong_nb.edn import (Char, EdnError, EdnList, EdnMap, EdnSet, EdnSyntaxError, Keyword, Node, Symbol, Tagged,
                             edn_equal)
 
@@ -433,11 +434,11 @@ def test_write_file_pretty_prints_and_read_file_reads_the_first_form(tmp_path):
 
 
 def test_an_edit_that_cannot_be_made_safely_leaves_the_file_alone(config, monkeypatch):
-    monkeypatch.setattr(_edn_text, "node_of", lambda value: Node("token", "{{{"))
+    monkeypatch.setattr(_splice, "node_of", lambda value: Node("token", "{{{"))
     with pytest.raises(EdnError, match="unreadable EDN; file left alone"):
         edn.set_in_file(config, [":server", ":port"], "9090")
     assert config.read_bytes() == CONFIG.encode()
-    monkeypatch.setattr(_edn_text, "node_of", lambda value: Node("token", "1 :sneaky 2"))
+    monkeypatch.setattr(_splice, "node_of", lambda value: Node("token", "1 :sneaky 2"))
     with pytest.raises(EdnError, match="would have changed more than the value asked for"):
         edn.set_in_file(config, [":server", ":port"], "9090")
     assert config.read_bytes() == CONFIG.encode()
@@ -652,13 +653,13 @@ def test_deleting_after_a_comment_keeps_the_next_entry_off_the_comment_line():
 
 
 def test_an_edit_that_would_change_anything_else_is_refused(monkeypatch):
-    monkeypatch.setattr(_edn_text, "node_of", lambda value: Node("token", "1 :sneaky 2"))
+    monkeypatch.setattr(_splice, "node_of", lambda value: Node("token", "1 :sneaky 2"))
     with pytest.raises(EdnError, match="would have changed more than the value asked for"):
         edn.set_in_str(TEXT, [K("server"), K("port")], 443)
 
 
 def test_an_edit_that_would_break_the_file_is_refused(monkeypatch):
-    monkeypatch.setattr(_edn_text, "node_of", lambda value: Node("token", "{{{"))
+    monkeypatch.setattr(_splice, "node_of", lambda value: Node("token", "{{{"))
     with pytest.raises(EdnError, match="unreadable EDN; file left alone"):
         edn.set_in_str(TEXT, [K("server"), K("port")], 443)
 

@@ -16,7 +16,10 @@ directory is swapped for a symlink mid-call; credential files are refused unless
 ``allow_secrets=True``; an edit is read and replaced in the one file found, atomically.
 Messages name the path as the model gave it. The tools load files of up to
 :data:`MAX_FILE_BYTES` (UTF-8 only), and ``read_edn`` shows at most :data:`MAX_SHOWN_CHARS`
-characters, saying how much it left out.
+characters, saying how much it left out. Memory stays a small multiple of the file's size:
+a read or an edit reads only the maps and vectors on its key path, and a value whose text is
+longer than :data:`MAX_PRINTED_CHARS` is shown as written in the file rather than read and
+pretty-printed (only its start would be shown anyway).
 """
 
 from __future__ import annotations
@@ -27,14 +30,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import edn as _edn
-from .._edn_text import read_whole
 from .._rooted import Root, read_up_to
+from ..edn._walk import find, read_piece
 from ..capability import Tool
 
-__all__ = ["edn", "EdnCapability", "MAX_FILE_BYTES", "MAX_SHOWN_CHARS"]
+__all__ = ["edn", "EdnCapability", "MAX_FILE_BYTES", "MAX_SHOWN_CHARS", "MAX_PRINTED_CHARS"]
 
-MAX_FILE_BYTES = 1 << 20  # reading EDN takes seconds a megabyte; a larger file is data, not config
+MAX_FILE_BYTES = 50 << 20  # scanned at tens of megabytes a second; a larger file is a database's job
 MAX_SHOWN_CHARS = 100_000
+MAX_PRINTED_CHARS = 1 << 20  # a longer value is shown as written: reading it all to show the start is waste
 
 _KEY_PATH = ('Where the value is: a JSON array of strings, each read as EDN. [":server", ":port"] '
              'is the :port in the :server map, [":flags", "0"] the first item of the vector under '
@@ -65,12 +69,16 @@ def _shown(items: list) -> str:
 def _loader(shown: str) -> Callable[[int, os.stat_result], str]:
     """Reads an open file as EDN text, refusing one too large to parse in reasonable time."""
 
+    def too_large(size: str) -> ValueError:
+        return ValueError(f"{shown} is too large for the EDN tools ({size}; the limit is {MAX_FILE_BYTES:,}"
+                          " bytes); the filesystem's read_file can read it in pages")
+
     def load(fd: int, info: os.stat_result) -> str:
+        if info.st_size > MAX_FILE_BYTES:
+            raise too_large(f"{info.st_size:,} bytes")  # refused unread
         data = read_up_to(fd, MAX_FILE_BYTES + 1)
         if len(data) > MAX_FILE_BYTES:
-            size = f"{info.st_size:,} bytes" if info.st_size > MAX_FILE_BYTES else f"over {MAX_FILE_BYTES:,} bytes"
-            raise ValueError(f"{shown} is too large for the EDN tools ({size}; the limit is {MAX_FILE_BYTES:,}"
-                             " bytes); the filesystem's read_file can read it in pages")
+            raise too_large(f"over {MAX_FILE_BYTES:,} bytes")  # it grew while being read
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -79,10 +87,11 @@ def _loader(shown: str) -> Callable[[int, os.stat_result], str]:
     return load
 
 
-def _capped(text: str) -> str:
+def _capped(text: str, *, as_written: bool = False) -> str:
     if len(text) <= MAX_SHOWN_CHARS:
         return text
-    return (text[:MAX_SHOWN_CHARS] + f"\n\n[Showed {MAX_SHOWN_CHARS:,} of {len(text):,} characters; "
+    what = "characters of this value as written in the file" if as_written else "characters"
+    return (text[:MAX_SHOWN_CHARS] + f"\n\n[Showed {MAX_SHOWN_CHARS:,} of {len(text):,} {what}; "
             "read a longer key_path to see one part of this value.]")
 
 
@@ -142,7 +151,10 @@ class EdnCapability:
         """The value at ``key_path`` printed as EDN, or the whole file without one."""
         keys = _key_path(key_path)
         text = self._root.read(path, _loader(path))
-        value = _edn.get_in(read_whole(text), _edn.parse_path(keys))
+        piece = find(text, _edn.parse_path(keys))
+        if piece is not None and piece.end - piece.start > MAX_PRINTED_CHARS:
+            return _capped(text[piece.start:piece.end] + "\n", as_written=True)
+        value = None if piece is None else read_piece(text, piece)
         if value is None:
             return f"No value at {_shown(keys)} in {path}" if keys else f"No value in {path}"
         return _capped(_edn.pretty(value) + "\n")
