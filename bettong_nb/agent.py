@@ -143,6 +143,7 @@ async def execute(provider: Provider, options: Options, prompt: str) -> RunResul
     run.scope = run.scope if run.scope is not None else run
     budgets = budget.active(options.token_budget, options.cost_budget, options.prices)
     fields = options.request_fields()
+    provider_name = getattr(provider, "name", None)
     with events.listening(listener):
         listener(events.RunStarted(toolbox.system, toolbox.tools))
         while True:
@@ -156,7 +157,7 @@ async def execute(provider: Provider, options: Options, prompt: str) -> RunResul
                     listener(events.BudgetExceeded(why))
                     return run.result(None, False, stop_reason="budget", reason=why)
             listener(events.ModelRequest(run.steps + 1, request.model))
-            started = time.perf_counter()
+            sent_at, started = time.time(), time.perf_counter()
             response = await (provider.stream(request, listener) if options.stream else provider.complete(request))
             latency = time.perf_counter() - started
             run.steps += 1
@@ -164,7 +165,7 @@ async def execute(provider: Provider, options: Options, prompt: str) -> RunResul
             for b in budgets:
                 b.charge(response.usage)
             run.records.append(usage.RequestRecord(1, run.steps, response.model or request.model, latency,
-                                                   response.usage))
+                                                   response.usage, provider_name, sent_at))
             # The tool calls of a truncated (half-written) or refused answer are never run, so they
             # are not kept either: a tool call without its result is never sent to a provider.
             content = response.content if not (response.truncated() or response.refused()) else [
