@@ -50,6 +50,8 @@ class Options:
     thinking_display: str | None = None
     num_ctx: int | None = None
     keep_alive: str | int | None = None
+    output_type: Any = None
+    output_retries: int = 2
 
     @classmethod
     def names(cls) -> frozenset[str]:

@@ -1,7 +1,7 @@
 """What runs produce: one record per tool call, the result of a run, and the accounting that
 results, sessions and batches share.
 
-    result.output, result.tool_calls, result.usage, result.cost()
+    result.output, result.data, result.tool_calls, result.usage, result.cost()
     result.usage_frame(), result.tool_frame()      # pandas, imported when asked for
     result.frames()                                # DataFrames tools handed back (query_data)
 """
@@ -77,7 +77,9 @@ class Ledger:
 
 @dataclass
 class RunResult(Ledger):
-    """What a run produced. ``done`` is False when it stopped early (max_steps, budget, error)."""
+    """What a run produced. ``done`` is False when it stopped early (max_steps, budget, error, an
+    answer that never matched ``output_type``). ``output`` is the answer's text; ``data`` the
+    value it was validated into, an instance of the run's ``output_type`` (None without one)."""
 
     output: str | None
     steps: int
@@ -91,6 +93,7 @@ class RunResult(Ledger):
     reason: str | None = None  # why the run stopped early, in words
     error: BaseException | None = None
     prices: Mapping[str, Any] | None = None
+    data: Any = None
 
     def refused(self) -> bool:
         return self.stop_reason == "refusal"
