@@ -23,10 +23,13 @@ from typing import Any, Iterable, Mapping
 
 from .usage import RequestRecord, cost_parts
 
-__all__ = ["Quote", "quote", "request_cost", "total", "currency", "LOCAL_PROVIDERS", "TABLE", "UNKNOWN"]
+__all__ = ["Quote", "quote", "request_cost", "total", "currency", "LOCAL_PROVIDERS", "UNPRICED_PROVIDERS", "TABLE",
+           "UNKNOWN"]
 
 TABLE = "genai-prices"
 LOCAL_PROVIDERS = frozenset({"ollama"})
+# Providers no table has heard of, so the table is not even loaded for them (it takes a while).
+UNPRICED_PROVIDERS = frozenset({"offline", "scripted", "replay"})
 # genai-prices' price keys (per million tokens) and the usage.cost_parts keyword each one is.
 _TABLE_KEYS = {"input_mtok": "input", "output_mtok": "output", "cache_read_mtok": "cache_hit",
                "cache_write_mtok": "cache_write", "output_reasoning_mtok": "reasoning"}
@@ -51,7 +54,7 @@ def quote(record: RequestRecord, prices: Mapping[str, Any] | None = None) -> Quo
         return Quote(prices, "given")
     if record.provider in LOCAL_PROVIDERS:
         return Quote({"input": 0.0, "output": 0.0}, "local")
-    if not (record.provider and record.model):
+    if not (record.provider and record.model) or record.provider in UNPRICED_PROVIDERS:
         return UNKNOWN
     when = datetime.fromtimestamp(record.at, timezone.utc) if record.at is not None else datetime.now(timezone.utc)
     found = _table_prices(record.provider, record.model, when.replace(second=0, microsecond=0))

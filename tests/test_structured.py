@@ -332,6 +332,7 @@ class Point:
     y: int
 result = bettong_nb.agent(provider=Scripted(['{"x": 1, "y": 2}'])).run("where?", output_type=Point)
 assert result.data == Point(1, 2), result
+assert result.usage_frame()["price_source"].tolist() == ["unknown"]  # known without loading the table
 print(sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "pydantic_core", "genai_prices")))
 """
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
