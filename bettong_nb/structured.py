@@ -38,7 +38,7 @@ from typing import Any, Callable, Literal, Mapping
 
 from .provider import unfence
 
-__all__ = ["Shape", "Invalid", "schema_of", "column_schema"]
+__all__ = ["Shape", "Invalid", "schema_of", "errors", "column_schema"]
 
 _WRAP = "value"  # the one property a non-object answer is asked for under
 _MAX_ERRORS = 5
