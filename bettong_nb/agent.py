@@ -4,6 +4,7 @@
     result = agent.run("Summarise report.txt")
     result.output, result.tool_calls, result.usage
     agent.run(["What does this plot show?", fig])      # a prompt may carry images (bettong_nb.images)
+    agent.run("Rate report.txt", output_type=Rating).data    # a Rating (see bettong_nb.structured)
 
 ``run`` works in a script and where an event loop is already running (a notebook cell);
 ``await agent.arun(...)`` is the async form.
@@ -15,13 +16,13 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
-from . import approvals, budget, events, images, secrets, usage
+from . import approvals, budget, events, images, secrets, structured, usage
 from .images import Prompt
 from . import capability as cap
 from ._sync import run_sync
 from .errors import ServiceError
 from .options import PROVIDER_OPTIONS, Options
-from .provider import CallableProvider, Provider, Request, SystemBlock
+from .provider import CallableProvider, Provider, Request, Response, SystemBlock
 from .results import RunResult, ToolCall
 
 if TYPE_CHECKING:
@@ -82,11 +83,29 @@ class _Run:
     spent: usage.Usage = usage.ZERO
     redactions: int = 0
     stopped: str | None = None  # why a person stopped the run
+    corrections: int = 0  # answers sent back for not matching the output type
 
     def result(self, output: str | None, done: bool, **kw: Any) -> RunResult:
         messages = [{"role": "system", "content": self.system}, *self.history]
         return RunResult(output, self.steps, self.calls, messages, self.spent, done, self.records,
                          self.redactions, prices=self.options.prices, **kw)
+
+    def structured_answer(self, shape: structured.Shape, response: Response) -> RunResult | None:
+        """The run's result for a final answer that must match ``shape``; None when the model was
+        told what was wrong and asked again (``output_retries`` times at most)."""
+        text = response.text()
+        if response.refused():
+            return self.result(text, False, stop_reason="refusal", reason="the model refused to answer")
+        try:
+            value = shape.parse(text)
+        except structured.Invalid as invalid:
+            if self.corrections >= self.options.output_retries:
+                return self.result(text, False, stop_reason="invalid_output",
+                                   reason=f"the answer did not match {shape.name}: {invalid}")
+            self.corrections += 1
+            self.history.append({"role": "user", "content": shape.correction(invalid)})
+            return None
+        return self.result(text, True, stop_reason=response.stop_reason, data=value)
 
     async def approval(self, request: approvals.ApprovalRequest) -> approvals.Verdict:
         if self.stopped is not None:  # Stop denies the rest of the round without asking again
@@ -166,6 +185,10 @@ async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunRe
     run.scope = run.scope if run.scope is not None else run
     budgets = budget.active(options.token_budget, options.cost_budget, options.prices)
     fields = options.request_fields()
+    shape = structured.Shape.of(options.output_type) if options.output_type is not None else None
+    if shape is not None:
+        fields["format"] = shape.schema
+    provider_name = getattr(provider, "name", None)
     with events.listening(listener):
         listener(events.RunStarted(toolbox.system, toolbox.tools))
         while True:
@@ -179,7 +202,7 @@ async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunRe
                     listener(events.BudgetExceeded(why))
                     return run.result(None, False, stop_reason="budget", reason=why)
             listener(events.ModelRequest(run.steps + 1, request.model))
-            started = time.perf_counter()
+            sent_at, started = time.time(), time.perf_counter()
             try:
                 response = await (provider.stream(request, listener) if options.stream else provider.complete(request))
             except ServiceError as err:  # whatever path made it, the message holds no secret
@@ -190,7 +213,8 @@ async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunRe
             for b in budgets:
                 b.charge(response.usage)
             run.records.append(usage.RequestRecord(1, run.steps, response.model or request.model, latency,
-                                                   response.usage, images=images.count(request.messages)))
+                                                   response.usage, provider_name, sent_at,
+                                                   images=images.count(request.messages)))
             # The tool calls of a truncated (half-written) or refused answer are never run, so they
             # are not kept either: a tool call without its result is never sent to a provider.
             content = response.content if not (response.truncated() or response.refused()) else [
@@ -199,6 +223,10 @@ async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunRe
             listener(events.AssistantMessage(run.steps, run.history[-1], response.usage, latency))
             uses = [b for b in content if b["type"] == "tool_use"]
             if not uses:
+                if shape is not None and not response.truncated():
+                    if (answered := run.structured_answer(shape, response)) is None:
+                        continue
+                    return answered
                 done = not response.truncated()
                 return run.result(response.text(), done, stop_reason=response.stop_reason,
                                   reason=None if done else "the answer hit max_tokens")
@@ -286,7 +314,8 @@ class ModelAgent:
 
     def map_frame(self, frame: Any, *, prompt: str, output: str = "output", **options: Any):
         """Fill column ``output`` of a copy of ``frame`` from the template ``prompt`` over each row
-        (``"Classify: {text}"``); the batch's usage frame is ``result.attrs["usage_frame"]``."""
+        (``"Classify: {text}"``), or with ``output_type=T`` one typed column per field of T plus
+        ``error``; the batch's usage frame is ``result.attrs["usage_frame"]``."""
         from .batch import map_frame
 
         return map_frame(self, frame, prompt=prompt, output=output, **options)

@@ -4,6 +4,7 @@
     results.usage, results.failed, results.usage_frame()
     labelled = agent.map_frame(df, prompt="Classify: {text}", output="label")
     labelled.attrs["usage_frame"]          # the batch's usage, one row per model request
+    typed = agent.map_frame(df, prompt="Review: {text}", output_type=Review)   # a column per field
 
 Each item is an independent run (fresh transcript). A failed item is a RunResult with
 ``done=False`` and ``.error`` set, in its place; the others go on. A 429 anywhere pauses the
@@ -22,6 +23,7 @@ from typing import Any, Iterable, Mapping
 from . import budget, images, usage
 from ._sync import run_sync
 from .results import Ledger, RunResult
+from .structured import Shape
 
 __all__ = ["Batch", "amap", "amap_frame", "map_frame", "map_prompts", "Progress", "install_progress"]
 
@@ -188,22 +190,60 @@ class _Template(string.Formatter):
 
 
 async def amap_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", **options: Any):
+    output_type = options.get("output_type") or getattr(getattr(agent, "options", None), "output_type", None)
+    shape = Shape.of(output_type) if output_type is not None else None  # an unsupported type fails before any request
+    if shape is not None and "error" in (name for name, _ in shape.columns()):
+        raise ValueError("map_frame puts each row's error in an `error` column: rename the output type's `error` field")
     template = _Template()
     rows = frame.to_dict("records")
     prompts = [template.vformat(prompt, (), row) for row in rows]
     results = await amap(agent, prompts, **options)
     out = frame.copy()
-    out[output] = [r.output for r in results]
+    if shape is None:
+        out[output] = [r.output for r in results]
+    else:
+        _fill_typed(out, shape, results, output)
     out.attrs["usage_frame"] = results.usage_frame()
     return out
+
+
+def _fill_typed(out: Any, shape: Shape, results: Batch, output: str) -> None:
+    """One typed column per field of each row's ``data`` (a non-object answer in column
+    ``output``); a failed row has NA in every field and its reason in ``error``."""
+    import pandas as pd
+
+    cells = [shape.row(r.data) if r.done else None for r in results]
+    for name, schema in shape.columns():
+        values = [row[name] if row is not None else None for row in cells]
+        out[output if name is None else name] = _column(values, schema, out.index)
+    out["error"] = pd.Series([None if r.done else (r.reason or r.stop_reason or "not done") for r in results],
+                             index=out.index, dtype="string")
+
+
+def _column(values: list, schema: Mapping[str, Any], index: Any):
+    """A column for one field: Int64, Float64, boolean or string (nullable), categorical for a
+    set of choices, object for lists, nested records and anything else."""
+    import pandas as pd
+
+    if "enum" in schema:
+        choices = list(dict.fromkeys(v for v in schema["enum"] if v is not None))
+        return pd.Series(pd.Categorical(values, categories=choices), index=index)
+    kinds = schema.get("type")
+    kinds = [k for k in ([kinds] if isinstance(kinds, str) else kinds or []) if k != "null"]
+    dtype = {"integer": "Int64", "number": "Float64", "boolean": "boolean", "string": "string"}.get(
+        kinds[0] if len(kinds) == 1 else "", object)
+    return pd.Series(values, index=index, dtype=dtype)
 
 
 def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", progress: bool = True,
               **options: Any):
     """Fill column ``output`` with the agent's answer for each row of ``frame`` (a new DataFrame).
 
-    ``prompt`` is a template over the columns, ``"Classify: {text}"``. The batch's usage frame is
-    ``result.attrs["usage_frame"]``.
+    ``prompt`` is a template over the columns, ``"Classify: {text}"``. With ``output_type`` (see
+    :mod:`bettong_nb.structured`) each field of the answer gets its own typed column (Int64,
+    Float64, boolean, string, categorical for an Enum or Literal, object for lists), a category
+    or other non-object answer goes in ``output``, and a row that failed has NA in every field
+    and its reason in ``error``. The batch's usage frame is ``result.attrs["usage_frame"]``.
     """
     bar = _bar(agent, len(frame), progress, options)
     return run_sync(amap_frame(agent, frame, prompt=prompt, output=output, progress=bar, **options))

@@ -1,7 +1,8 @@
 """Usage and tool calls as pandas DataFrames, ready for groupby and plots.
 
+    session.usage_frame()            # costs from the price table (price_source says which; NaN: unknown)
     session.usage_frame(prices={"input": 0.27, "output": 1.10, "cache_hit": 0.07})
-    session.usage_frame().groupby("turn")[["prompt_tokens", "completion_tokens"]].sum()
+    session.usage_frame().groupby("turn")[["prompt_tokens", "completion_tokens", "cost_total"]].sum()
     session.tool_frame().groupby(["tool", "status"], observed=True).duration_s.describe()
 
 pandas is imported when a frame is asked for, never before.
@@ -11,13 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from .usage import check_prices, cost_parts
+from .pricing import currency, request_cost
+from .usage import check_prices
 
 __all__ = ["usage_frame", "tool_frame", "USAGE_COLUMNS", "COST_COLUMNS", "TOOL_COLUMNS", "STATUSES"]
 
 USAGE_COLUMNS = ("turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
                  "cache_miss_tokens", "reasoning_tokens", "images", "latency_s")
-COST_COLUMNS = ("cost_input", "cost_output", "cost_cache_hit", "cost_total")
+COST_COLUMNS = ("cost_input", "cost_output", "cost_cache_hit", "cost_cache_write", "cost_total", "price_source")
 TOOL_COLUMNS = ("turn", "step", "tool", "capability", "args", "status", "duration_s", "result_chars", "redactions")
 STATUSES = ("ok", "error", "denied")
 
@@ -39,26 +41,28 @@ def _typed(rows: list[dict], columns: tuple[str, ...], categories: Mapping[str, 
     return frame
 
 
-def usage_frame(requests: Iterable[Any], prices: Mapping[str, float] | None = None):
-    """One row per model request (``bettong_nb.usage.RequestRecord``); cost columns when
-    ``prices`` (per million tokens: input, output, cache_hit) are given."""
+def usage_frame(requests: Iterable[Any], prices: Mapping[str, Any] | None = None):
+    """One row per model request (``bettong_nb.usage.RequestRecord``), with its costs: from
+    ``prices`` (per million tokens: input, output, cache_hit...) when given, else from the price
+    table (:mod:`bettong_nb.pricing`); ``price_source`` says which, and a request whose price is
+    unknown costs NaN. The currency is ``frame.attrs["currency"]``."""
     if prices:
         check_prices(prices)
     rows = []
     for r in requests:
         u = r.usage
-        row = {"turn": r.turn, "step": r.step, "model": r.model, "prompt_tokens": u.prompt_tokens,
-               "completion_tokens": u.completion_tokens, "cache_hit_tokens": u.cache_hit_tokens,
-               "cache_miss_tokens": u.cache_miss_tokens, "reasoning_tokens": u.reasoning_tokens,
-               "images": r.images, "latency_s": r.latency_s}
-        if prices:
-            parts = cost_parts(u, **prices)
-            row.update(cost_input=parts["input"], cost_output=parts["output"], cost_cache_hit=parts["cache_hit"],
-                       cost_total=parts["input"] + parts["output"] + parts["cache_hit"])
-        rows.append(row)
-    columns = USAGE_COLUMNS + (COST_COLUMNS if prices else ())
+        parts, source = request_cost(r, prices)
+        rows.append({"turn": r.turn, "step": r.step, "model": r.model, "prompt_tokens": u.prompt_tokens,
+                     "completion_tokens": u.completion_tokens, "cache_hit_tokens": u.cache_hit_tokens,
+                     "cache_miss_tokens": u.cache_miss_tokens, "reasoning_tokens": u.reasoning_tokens,
+                     "images": r.images, "latency_s": r.latency_s,
+                     "cost_input": parts["input"], "cost_output": parts["output"],
+                     "cost_cache_hit": parts["cache_hit"], "cost_cache_write": parts["cache_write"],
+                     "cost_total": sum(parts.values()), "price_source": source})
     models = sorted({row["model"] for row in rows if row["model"] is not None})
-    return _typed(rows, columns, {"model": models})
+    frame = _typed(rows, USAGE_COLUMNS + COST_COLUMNS, {"model": models})
+    frame.attrs["currency"] = currency(prices)
+    return frame
 
 
 def tool_frame(tool_calls: Iterable[Any]):

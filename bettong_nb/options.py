@@ -54,6 +54,8 @@ class Options:
     keep_alive: str | int | None = None
     image_max_side: int = DEFAULT_MAX_SIDE
     image_max_bytes: int = DEFAULT_MAX_BYTES
+    output_type: Any = None
+    output_retries: int = 2
 
     @classmethod
     def names(cls) -> frozenset[str]:

@@ -1,7 +1,7 @@
 """What runs produce: one record per tool call, the result of a run, and the accounting that
 results, sessions and batches share.
 
-    result.output, result.tool_calls, result.usage, result.cost()
+    result.output, result.data, result.tool_calls, result.usage, result.cost()
     result.usage_frame(), result.tool_frame()      # pandas, imported when asked for
     result.frames()                                # DataFrames tools handed back (query_data)
 """
@@ -46,14 +46,22 @@ class Ledger:
     requests: list
     tool_calls: list
     usage: usage.Usage
-    prices: Mapping[str, float] | None = None
+    prices: Mapping[str, Any] | None = None
 
-    def cost(self, prices: Mapping[str, float] | None = None) -> float | None:
+    def cost(self, prices: Mapping[str, Any] | None = None) -> float:
+        """What the requests cost, each priced on its own (``prices``, else the price table; see
+        :mod:`bettong_nb.pricing`): NaN when a request's price is unknown, never 0."""
+        from .pricing import total  # dates and the price table load when a cost is asked for
+
+        return total(self.requests, prices or self.prices)
+
+    def usage_line(self, prices: Mapping[str, Any] | None = None) -> str:
+        """The usage summary and, when it is known, the cost with its currency ("· cost $0.000093")."""
         prices = prices or self.prices
-        return usage.cost(self.usage, **prices) if prices else None
+        return usage.line(self.usage, prices, spent=self.cost(prices))
 
-    def usage_frame(self, prices: Mapping[str, float] | None = None):
-        """One row per model request: tokens, cache hits, latency, and costs when prices are known."""
+    def usage_frame(self, prices: Mapping[str, Any] | None = None):
+        """One row per model request: tokens, cache hits, latency, costs and where each price came from."""
         from .frames import usage_frame
 
         return usage_frame(self.requests, prices or self.prices)
@@ -71,7 +79,9 @@ class Ledger:
 
 @dataclass
 class RunResult(Ledger):
-    """What a run produced. ``done`` is False when it stopped early (max_steps, budget, error)."""
+    """What a run produced. ``done`` is False when it stopped early (max_steps, budget, error, an
+    answer that never matched ``output_type``). ``output`` is the answer's text; ``data`` the
+    value it was validated into, an instance of the run's ``output_type`` (None without one)."""
 
     output: str | None
     steps: int
@@ -84,7 +94,8 @@ class RunResult(Ledger):
     stop_reason: str | None = None
     reason: str | None = None  # why the run stopped early, in words
     error: BaseException | None = None
-    prices: Mapping[str, float] | None = None
+    prices: Mapping[str, Any] | None = None
+    data: Any = None
 
     def refused(self) -> bool:
         return self.stop_reason == "refusal"

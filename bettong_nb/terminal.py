@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any, Mapping
 
-from . import events, usage
+from . import events
 
 __all__ = ["TextView", "result_text", "call_line", "args_preview", "duration_text", "json_text"]
 
@@ -66,7 +66,7 @@ def result_text(result: Any) -> str:
     """A RunResult for a terminal: the answer, one line per tool call, the usage line."""
     lines = [result.answer_text()]
     lines += ["  " + call_line(call) for call in result.tool_calls]
-    lines.append(f"  {usage.line(result.usage, result.prices)}")
+    lines.append(f"  {result.usage_line()}")
     return "\n".join(lines)
 
 
@@ -113,7 +113,7 @@ class TextView:
         self._break()
         if not self.stream or result.output is None:
             self._print(result.answer_text(), note=False)
-        self._print(f"  {usage.line(result.usage, result.prices or self.prices)}")
+        self._print(f"  {result.usage_line(self.prices)}")
 
     def fail(self, message: str) -> None:
         self._break()

@@ -3,6 +3,12 @@
     u = result.usage
     summary(u)   # '3 requests 3347 tokens (3042 in, 305 out) [2688 cached, 88% of input]'
     cost(u, input=0.22, output=0.66, cache_hit=0.007)   # per million tokens, your currency
+    line(u, {"input": 0.22, "output": 0.66})            # the summary and '· cost $0.000093'
+
+Prices are per million tokens: ``input``, ``output``, and where the provider bills them
+differently ``cache_hit`` (prompt tokens read from cache), ``cache_write`` (written to it) and
+``reasoning`` (thinking tokens, part of the output); ``currency`` says what they are in (USD by
+default). Without prices, :mod:`bettong_nb.pricing` looks each request up in a price table.
 
 ``prompt_tokens`` always counts the whole prompt, cached part included (Anthropic reports
 cache reads and writes beside its input count; its provider adds them in), so
@@ -11,14 +17,16 @@ cache reads and writes beside its input count; its provider adds them in), so
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Mapping
 
-__all__ = ["Usage", "RequestRecord", "from_openai", "summary", "line", "cost", "cost_parts", "cache_hit_rate",
-           "PRICE_KEYS", "ZERO"]
+__all__ = ["Usage", "RequestRecord", "from_openai", "summary", "line", "money", "cost", "cost_parts",
+           "cache_hit_rate", "check_prices", "PRICE_KEYS", "ZERO"]
 
-PRICE_KEYS = ("input", "output", "cache_hit")
+PRICE_KEYS = ("input", "output", "cache_hit", "cache_write", "reasoning")
+_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
 
 
 @dataclass(frozen=True)
@@ -51,13 +59,17 @@ ZERO = Usage()
 @dataclass(frozen=True)
 class RequestRecord:
     """One model request: which turn and step it served, how long it took, what it used, and
-    how many images it carried (all those in its transcript, earlier turns' included)."""
+    how many images it carried (all those in its transcript, earlier turns' included) and who served
+    it when (``provider`` is the provider's name, ``at`` the Unix time it was sent): prices depend on
+    both."""
 
     turn: int
     step: int
     model: str | None
     latency_s: float
     usage: Usage
+    provider: str | None = None
+    at: float | None = None
     images: int = 0
 
 
@@ -105,41 +117,54 @@ def summary(u: Usage) -> str:
 
 
 def check_prices(prices: Mapping[str, Any]) -> None:
-    unknown = sorted(set(prices) - set(PRICE_KEYS))
+    unknown = sorted(set(prices) - set(PRICE_KEYS) - {"currency"})
     if unknown:
         raise TypeError(f"Unknown price key{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
-                        "prices is {'input': ..., 'output': ..., 'cache_hit': ...} per million tokens")
+                        f"prices is {{'input': ..., 'output': ..., 'cache_hit': ...}} per million tokens "
+                        f"(keys: {', '.join(PRICE_KEYS)}, and 'currency')")
 
 
 def cost_parts(u: Usage, *, input: float | None = None, output: float | None = None,
-               cache_hit: float | None = None) -> dict[str, float]:
-    """What ``u`` cost, split into ``input`` (uncached prompt), ``cache_hit`` and ``output``, from
-    per-million-token prices. Cached prompt tokens bill at ``cache_hit`` when it is given (0.0
-    counts as given), else as input; a price not given costs nothing."""
+               cache_hit: float | None = None, cache_write: float | None = None, reasoning: float | None = None,
+               currency: str | None = None) -> dict[str, float]:
+    """What ``u`` cost, split into ``input`` (prompt tokens neither read from nor written to the
+    cache), ``cache_hit``, ``cache_write`` and ``output`` (reasoning included), from
+    per-million-token prices. Cached and written prompt tokens bill at their own price when it is
+    given (0.0 counts as given), else as input; reasoning tokens likewise bill as output unless
+    ``reasoning`` is given. A price not given costs nothing; ``currency`` changes no number."""
 
     def per_million(tokens: int, price: float | None) -> float:
         return tokens / 1e6 * price if price is not None else 0.0
 
-    cached = min(u.cache_hit_tokens, u.prompt_tokens) if cache_hit is not None else 0
-    return {"input": per_million(u.prompt_tokens - cached, input), "cache_hit": per_million(cached, cache_hit),
-            "output": per_million(u.completion_tokens, output)}
+    read = min(u.cache_hit_tokens, u.prompt_tokens) if cache_hit is not None else 0
+    written = min(u.cache_write_tokens, u.prompt_tokens - read) if cache_write is not None else 0
+    thought = min(u.reasoning_tokens, u.completion_tokens) if reasoning is not None else 0
+    return {"input": per_million(u.prompt_tokens - read - written, input), "cache_hit": per_million(read, cache_hit),
+            "cache_write": per_million(written, cache_write),
+            "output": per_million(u.completion_tokens - thought, output) + per_million(thought, reasoning)}
 
 
-def cost(u: Usage | None, **prices: float | None) -> float | None:
+def cost(u: Usage | None, **prices: Any) -> float | None:
     """Money spent, from per-million-token prices (see :func:`cost_parts`). None when ``u`` is None."""
     if u is None:
         return None
-    parts = cost_parts(u, **prices)
-    return parts["input"] + parts["cache_hit"] + parts["output"]
+    return sum(cost_parts(u, **prices).values())
 
 
-def _money(value: float) -> str:
-    return f"{value:.6f}".rstrip("0").rstrip(".") if value else "0"
+def money(value: float, currency: str | None = None) -> str:
+    """``0.000093`` as ``$0.000093`` (USD unless ``currency`` says otherwise; ``0.000093 CHF``)."""
+    digits = f"{value:.6f}".rstrip("0").rstrip(".") if value else "0"
+    code = (currency or "USD").upper()
+    return f"{_SYMBOLS[code]}{digits}" if code in _SYMBOLS else f"{digits} {code}"
 
 
-def line(u: Usage, prices: Mapping[str, float] | None = None) -> str:
-    """The usage line every display shows: :func:`summary`, and the cost when prices are known."""
+def line(u: Usage, prices: Mapping[str, Any] | None = None, *, spent: float | None = None) -> str:
+    """The usage line every display shows: :func:`summary`, and what it cost — ``spent`` when
+    given (a ledger prices each request), else from ``prices``; no cost when neither is known
+    (a NaN ``spent`` is unknown, never shown as 0)."""
     text = summary(u)
-    if prices:
-        text += f" · cost {_money(cost(u, **prices) or 0.0)}"
+    if spent is None and prices:
+        spent = cost(u, **prices)
+    if spent is not None and not math.isnan(spent):
+        text += f" · cost {money(spent, (prices or {}).get('currency'))}"
     return text

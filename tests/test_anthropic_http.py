@@ -106,7 +106,7 @@ def test_tool_choice(choice, wire_choice):
 
 
 def test_max_tokens_effort_format_and_thinking_display():
-    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 80}}}
     plain = encode_request(Request(messages=[]), default_model="m")
     streamed = encode_request(Request(messages=[]), default_model="m", stream=True)
     assert (plain["max_tokens"], streamed["max_tokens"], streamed["stream"]) == (16000, 64000, True)
@@ -114,7 +114,10 @@ def test_max_tokens_effort_format_and_thinking_display():
     body = encode_request(Request(messages=[], max_tokens=99, effort="high", format=schema, thinking_display="summarized",
                                   model="claude-sonnet-5"), default_model="m", effort="low")
     assert body["max_tokens"] == 99 and body["model"] == "claude-sonnet-5"
-    assert body["output_config"] == {"effort": "high", "format": {"type": "json_schema", "schema": schema}}
+    # Anthropic wants every object closed and has no length bounds: the bound is said instead
+    closed = {"type": "object", "properties": {"city": {"type": "string", "description": "maxLength 80"}},
+              "additionalProperties": False}
+    assert body["output_config"] == {"effort": "high", "format": {"type": "json_schema", "schema": closed}}
     assert body["thinking"] == {"type": "adaptive", "display": "summarized"}
     assert encode_request(Request(messages=[]), default_model="m", effort="low")["output_config"] == {"effort": "low"}
 

@@ -212,7 +212,7 @@ def test_live_view_streams_then_shows_markdown_tools_and_usage():
     assert answer.bundles[-1] == {"text/markdown": "The answer is **42**.", "text/plain": "The answer is **42**."}
     streamed = [b.get("text/plain") for b in answer.bundles if "text/html" in b and b["text/plain"]]
     assert streamed and all("The answer is **42**.".startswith(s) or s == "Checking." for s in streamed)
-    assert footer.bundles[-1]["text/plain"] == "2 requests 14 tokens (10 in, 4 out) · cost 0.000014"
+    assert footer.bundles[-1]["text/plain"] == "2 requests 14 tokens (10 in, 4 out) · cost $0.000014"
 
 
 def test_live_view_shows_a_running_tool_and_an_approval_wait():

@@ -30,7 +30,7 @@ RECORDS = [
 
 def test_usage_frame_has_one_typed_row_per_request():
     df = frames.usage_frame(RECORDS)
-    assert list(df.columns) == list(frames.USAGE_COLUMNS)
+    assert list(df.columns) == list(frames.USAGE_COLUMNS + frames.COST_COLUMNS)
     assert len(df) == 3
     assert df["prompt_tokens"].tolist() == [1000, 1200, 1500]
     assert df["reasoning_tokens"].tolist() == [0, 30, 0]
@@ -130,4 +130,6 @@ def test_frames_from_a_real_session_run():
     assert use["model"].tolist() == ["scripted"] * 3
     assert first.usage_frame()["prompt_tokens"].tolist() == [500, 700]
     assert first.tool_frame()["result_chars"].tolist()[0] == len("contents of a.txt")
-    assert "cost_total" not in _notes_agent(Scripted(["hi"])).run("x").usage_frame().columns
+    unpriced = _notes_agent(Scripted(["hi"])).run("x").usage_frame()  # a scripted model has no price
+    assert unpriced["cost_total"].isna().all() and unpriced["price_source"].tolist() == ["unknown"]
+    assert use["price_source"].tolist() == ["given"] * 3

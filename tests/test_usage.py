@@ -71,5 +71,9 @@ def test_the_usage_line_is_the_summary_and_the_cost():
     assert usage.line(u) == summary(u) == "3 requests 3347 tokens (3042 in, 305 out) [2688 cached, 88% of input]"
     priced = usage.line(u, {"input": 1.0, "output": 2.0, "cache_hit": 0.1})
     expected = cost(u, input=1.0, output=2.0, cache_hit=0.1)
-    assert priced == f"{summary(u)} · cost {expected:.6f}".rstrip("0")
+    assert priced == f"{summary(u)} · cost ${expected:.6f}".rstrip("0")
+    assert usage.line(u, {"input": 1.0, "currency": "EUR"}).endswith(" · cost €0.003042")
+    assert usage.line(u, {"input": 1.0, "currency": "chf"}).endswith(" · cost 0.003042 CHF")
+    assert usage.line(u, spent=float("nan")) == summary(u), "an unknown cost is not shown, never as 0"
+    assert usage.line(u, spent=0.0).endswith(" · cost $0")
     assert usage.line(usage.Usage(requests=1)) == "1 request 0 tokens (0 in, 0 out)"

@@ -18,7 +18,7 @@ import re
 import time
 from typing import Any, Callable, Mapping
 
-from .. import events, images, usage
+from .. import events, images
 from ..results import ToolCall
 from ..terminal import RAN, args_preview, call_line, duration_text, json_text
 
@@ -212,7 +212,7 @@ def _answer_html(text: str) -> str:
 def result_html(result: Any) -> str:
     """A RunResult as an HTML transcript: prompt, answers, tool calls, and a usage line."""
     parts = _messages_html(result.messages, result.tool_calls)
-    footer = _esc(usage.line(result.usage, result.prices))
+    footer = _esc(result.usage_line())
     if not result.done:
         why = _esc(result.reason or result.stop_reason)
         footer = f'<span style="color:{_ERROR}">stopped early: {why}</span> · {footer}'
@@ -225,7 +225,7 @@ def session_html(session: Any) -> str:
     parts += _messages_html(session.transcript, session.tool_calls, turn_marks=True)
     if not session.transcript:
         parts.append(f'<div style="{_MUTED}">(no turns yet)</div>')
-    return _wrap(parts, _esc(usage.line(session.usage, session.prices)))
+    return _wrap(parts, _esc(session.usage_line()))
 
 
 # --- live views -------------------------------------------------------------------------------
@@ -445,7 +445,7 @@ class LiveView:
             why = result.answer_text()
             self._update("answer", {"text/html": f'<div style="{_MUTED};color:{_ERROR};opacity:1">{_esc(why)}</div>',
                                     "text/plain": why})
-        line = usage.line(result.usage, result.prices or self.prices)
+        line = result.usage_line(self.prices)
         self._update("footer", {"text/html": f'<div class="bettong-usage" style="{_MUTED}">{_esc(line)}</div>',
                                 "text/plain": line})
         self._closed = True

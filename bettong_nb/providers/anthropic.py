@@ -23,6 +23,12 @@ What goes on the wire, and the choices made:
 * ``temperature`` (and top_p/top_k) are never sent: the current model family rejects them,
   and a session that switches here from a provider where ``temperature`` was set must keep
   working. Depth is ``effort`` (``output_config.effort``).
+* A JSON schema for the answer (``format``) goes as the native ``output_config.format``
+  rather than a forced tool: a forced tool_choice cannot be combined with thinking, would stop
+  the model from calling the run's real tools first, and would move the answer out of the text
+  where every other provider puts it. The API wants ``additionalProperties: false`` on every
+  object and has no numeric, length or size bounds: objects are closed, and the bounds move into
+  the field's description (the loop still checks them, and asks again when one is broken).
 * ``max_tokens`` defaults to 16000, 64000 when streaming (a long answer needs a stream).
 * A refusal is an ordinary answer whose ``stop_reason`` is ``"refusal"`` (``refused()``
   is true); whatever partial text came stays as it came, nothing is made up.
@@ -43,7 +49,8 @@ from ..usage import Usage
 from ..http import RETRY_STATUSES, Transport
 from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 
-__all__ = ["AnthropicProvider", "DEFAULT_MODEL", "API_VERSION", "encode_request", "decode_response", "usage_from"]
+__all__ = ["AnthropicProvider", "DEFAULT_MODEL", "API_VERSION", "encode_request", "decode_response", "usage_from",
+           "output_schema"]
 
 DEFAULT_MODEL = "claude-opus-5"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -147,6 +154,35 @@ def _encode_messages(messages: Iterable[Mapping[str, Any]], provider: str) -> li
     return out
 
 
+_UNSUPPORTED_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
+                       "maxLength", "minItems", "maxItems")
+
+
+def output_schema(schema: Any) -> Any:
+    """``schema`` as Anthropic's structured output takes it: every object with properties closed,
+    and the bounds it does not support (``minItems`` above 1 among them) said in the description."""
+    if isinstance(schema, list):
+        return [output_schema(item) for item in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    moved = []
+    for key, value in schema.items():
+        if key in _UNSUPPORTED_BOUNDS and not (key == "minItems" and value in (0, 1)):
+            moved.append(f"{key} {value}")
+        elif key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):  # name -> schema
+            out[key] = {name: output_schema(sub) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties", "anyOf", "allOf", "oneOf", "not"):
+            out[key] = output_schema(value)
+        else:
+            out[key] = value
+    if moved:
+        out["description"] = "; ".join(filter(None, [schema.get("description"), ", ".join(moved)]))
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
 def encode_request(request: Request, *, default_model: str, stream: bool = False, effort: str | None = None,
                    thinking_display: str | None = None, provider: str = "anthropic") -> dict:
     body: dict[str, Any] = {
@@ -168,7 +204,7 @@ def encode_request(request: Request, *, default_model: str, stream: bool = False
     if request.effort or effort:
         output_config["effort"] = request.effort or effort
     if request.format is not None:
-        output_config["format"] = {"type": "json_schema", "schema": request.format}
+        output_config["format"] = {"type": "json_schema", "schema": output_schema(request.format)}
     if output_config:
         body["output_config"] = output_config
     if request.thinking_display or thinking_display:

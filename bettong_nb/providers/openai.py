@@ -9,6 +9,12 @@ requests go to ``base_url + "/chat/completions"``.
 Images go as ``{"type": "image_url", "image_url": {"url": "data:<type>;base64,..."}}`` content
 parts. Tool messages on this wire are text only, so a tool result's images follow the turn's
 tool messages in one user message, each group introduced by the id of its call.
+
+A request's ``format`` (a JSON schema) goes as ``response_format`` ``json_schema``; a service that
+only has JSON mode (DeepSeek: ``structured_output="json_object"``) gets ``json_object`` and the
+schema at the end of the system text, which JSON mode also wants to mention JSON. ``strict`` is
+not sent: it narrows the schema language and not every compatible server knows it; the loop
+validates every answer anyway.
 """
 
 from __future__ import annotations
@@ -24,8 +30,11 @@ from ..http import Transport
 from ..options import Options
 from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 
-__all__ = ["OpenAIProvider", "Service", "encode_request", "decode_response", "DEEPSEEK", "OPENAI"]
+__all__ = ["OpenAIProvider", "Service", "encode_request", "decode_response", "DEEPSEEK", "OPENAI",
+           "STRUCTURED_OUTPUTS", "SCHEMA_INSTRUCTIONS"]
 
+STRUCTURED_OUTPUTS = ("json_schema", "json_object")
+SCHEMA_INSTRUCTIONS = "Answer with JSON only: one JSON value that follows this JSON Schema.\n"
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
                  "length": "max_tokens", "content_filter": "refusal"}
 
@@ -72,10 +81,14 @@ def _image_part(block: Mapping[str, Any]) -> dict:
     return {"type": "image_url", "image_url": {"url": f"data:{block['media_type']};base64,{block['data']}"}}
 
 
-def encode_request(request: Request, *, default_model: str | None, stream: bool = False) -> dict:
+def encode_request(request: Request, *, default_model: str | None, stream: bool = False,
+                   structured_output: str = "json_schema") -> dict:
     messages: list[dict] = []
-    if request.system:
-        messages.append({"role": "system", "content": "\n\n".join(b.text for b in request.system)})
+    system = [b.text for b in request.system]
+    if request.format is not None and structured_output == "json_object":
+        system.append(SCHEMA_INSTRUCTIONS + json.dumps(request.format, ensure_ascii=False))
+    if system:
+        messages.append({"role": "system", "content": "\n\n".join(system)})
     for message in request.messages:
         messages.extend(_encode_message(message))
     body: dict[str, Any] = {"model": request.model or default_model, "messages": messages}
@@ -89,8 +102,8 @@ def encode_request(request: Request, *, default_model: str | None, stream: bool 
     if request.max_tokens is not None:
         body["max_tokens"] = request.max_tokens
     if request.format is not None:
-        body["response_format"] = {"type": "json_schema",
-                                   "json_schema": {"name": "answer", "schema": request.format}}
+        body["response_format"] = ({"type": "json_object"} if structured_output == "json_object" else
+                                   {"type": "json_schema", "json_schema": {"name": "answer", "schema": request.format}})
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
@@ -207,8 +220,11 @@ class OpenAIProvider:
 
     def __init__(self, *, base_url: str, api_key: str | None = None, key_env: str | None = "OPENAI_API_KEY",
                  model: str | None = None, name: str = "openai", timeout: Any = None, max_retries: int = 2,
-                 label: str = "OpenAI"):
+                 label: str = "OpenAI", structured_output: str = "json_schema"):
+        if structured_output not in STRUCTURED_OUTPUTS:
+            raise ValueError(f"structured_output is one of {', '.join(STRUCTURED_OUTPUTS)}, not {structured_output!r}")
         self.name = name
+        self.structured_output = structured_output
         self.label = label
         self.model = model
         self.base_url = base_url
@@ -235,12 +251,16 @@ class OpenAIProvider:
                                 provider=self.name)
         return {"authorization": f"Bearer {key}"} if key else {}
 
+    def _payload(self, request: Request, stream: bool) -> dict:
+        return encode_request(request, default_model=self.model, stream=stream,
+                              structured_output=self.structured_output)
+
     async def complete(self, request: Request) -> Response:
-        body = await self.transport.post_json("/chat/completions", encode_request(request, default_model=self.model))
+        body = await self.transport.post_json("/chat/completions", self._payload(request, False))
         return decode_response(body, self.name)
 
     async def stream(self, request: Request, on_event: Callable[[Any], Any]) -> Response:
-        payload = encode_request(request, default_model=self.model, stream=True)
+        payload = self._payload(request, True)
 
         async def fold(lines: AsyncIterator[str], emit: Callable[[Any], Any]) -> Response:
             state = _StreamFold(self.name)
@@ -271,19 +291,23 @@ class OpenAIProvider:
 
 @dataclass(frozen=True)
 class Service:
-    """An OpenAI-compatible service: how it is named, where its key and API live, its model."""
+    """An OpenAI-compatible service: how it is named, where its key and API live, its model, and
+    how it takes a JSON schema for the answer (``json_schema``, or ``json_object``: JSON mode only)."""
 
     name: str
     label: str
     key_env: str
     base_url: str
     model: str
+    structured_output: str = "json_schema"
 
     def provider(self, options: Options) -> OpenAIProvider:
         return OpenAIProvider(name=self.name, label=self.label, key_env=self.key_env, api_key=options.api_key,
                               base_url=options.base_url or self.base_url, model=self.model,
-                              timeout=options.timeout, max_retries=options.max_retries)
+                              timeout=options.timeout, max_retries=options.max_retries,
+                              structured_output=self.structured_output)
 
 
-DEEPSEEK = Service("deepseek", "DeepSeek", "DEEPSEEK_API_KEY", "https://api.deepseek.com", "deepseek-v4-flash")
+DEEPSEEK = Service("deepseek", "DeepSeek", "DEEPSEEK_API_KEY", "https://api.deepseek.com", "deepseek-v4-flash",
+                   structured_output="json_object")
 OPENAI = Service("openai", "OpenAI", "OPENAI_API_KEY", "https://api.openai.com/v1", "gpt-4.1-mini")
