@@ -17,10 +17,13 @@ import re
 from typing import Any, Callable
 
 from . import usage
+from .images import MEDIA_TYPES
 from .results import ToolCall
 from .terminal import RAN, args_preview, duration_text, json_text
 
-__all__ = ["result_html", "session_html", "tool_block", "css_id", "safe_markdown", "RESULT_PREVIEW_CHARS"]
+__all__ = ["result_html", "session_html", "tool_block", "css_id", "safe_markdown", "image_html", "image_placeholder",
+           "is_prompt", "recorded_call", "thinking_html", "tool_results", "tool_result_images", "tool_result_text",
+           "RESULT_PREVIEW_CHARS"]
 
 RESULT_PREVIEW_CHARS = 20_000  # a tool result longer than this is cut in the display (never in the data)
 
@@ -98,13 +101,73 @@ def tool_block(call: ToolCall, *, note: str | None = None) -> str:
 
 # --- transcripts ------------------------------------------------------------------------------
 
-def _results_by_id(messages: list[dict]) -> dict[str, dict]:
+def tool_results(messages: list[dict]) -> dict[str, dict]:
+    """The tool_result blocks of a transcript by the id of the call they answer."""
     return {b.get("tool_use_id"): b for m in messages if m.get("role") == "user" and isinstance(m["content"], list)
             for b in m["content"] if b.get("type") == "tool_result"}
 
 
+def is_prompt(message: dict) -> bool:
+    """A user message a person wrote (text, or text and images), not the tool results the loop sends."""
+    content = message.get("content")
+    return message.get("role") == "user" and (
+        isinstance(content, str) or not any(b.get("type") == "tool_result" for b in content or ()))
+
+
+def tool_result_images(block: dict) -> list[dict]:
+    """The image blocks a tool_result carries, under ``images`` or among its content."""
+    content = block.get("content")
+    inline = [b for b in content if b.get("type") == "image"] if isinstance(content, list) else []
+    return [*(block.get("images") or ()), *inline]
+
+
+def tool_result_text(block: dict) -> str:
+    """The text a tool_result gave the model (its text parts, when its content is a list)."""
+    content = block.get("content")
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if b.get("type") == "text")
+    return "" if content is None else str(content)
+
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+def image_placeholder(block: dict) -> str:
+    """One line standing for an image where it cannot be shown: ``[image: image/png, 12.3 kB]``."""
+    data = block.get("data") if isinstance(block.get("data"), str) else ""
+    size = len(data) * 3 // 4 - data[-2:].count("=")
+    return f"[image: {block.get('media_type', 'unknown type')}, {size / 1000:.1f} kB]"
+
+
+def image_html(block: dict) -> str:
+    """An image block as an inline ``data:`` image (nothing is fetched); a placeholder line when
+    it is not one of the raster types a model reads."""
+    media, data = block.get("media_type"), block.get("data")
+    if media in MEDIA_TYPES and isinstance(data, str) and _BASE64.fullmatch(data):
+        return (f'<img class="bettong-image" alt="{_esc(image_placeholder(block))}" src="data:{media};base64,{data}" '
+                'style="display:block;max-width:100%;max-height:32em;margin:4px 0">')
+    return f'<div style="{_MUTED}">{_esc(image_placeholder(block))}</div>'
+
+
+def _prompt_html(content: Any) -> str:
+    """A prompt: its text, and its images inline where it has them."""
+    parts = []
+    for block in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+        if block.get("type") == "image":
+            parts.append(image_html(block))
+        else:
+            parts.append(f'<div style="{_TEXT}">{_esc(block.get("text", ""))}</div>')
+    return "".join(parts)
+
+
+def thinking_html(text: str) -> str:
+    """A thinking block, folded."""
+    return (f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">thinking</summary>'
+            f'<pre style="{_PRE}">{_esc(text)}</pre></details>')
+
+
 def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool = False) -> list[str]:
-    results = _results_by_id(messages)
+    results = tool_results(messages)
     meta = {c.id: c for c in calls if getattr(c, "id", "")}
     out: list[str] = []
     turn = 0
@@ -113,18 +176,17 @@ def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool =
         if role == "system":
             out.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">system prompt</summary>'
                        f'<pre style="{_PRE}">{_esc(content)}</pre></details>')
-        elif role == "user" and isinstance(content, str):
+        elif is_prompt(message):
             turn += 1
             label = f"You · turn {turn}" if turn_marks else "You"
-            out.append(f'<div style="{_ROLE}">{label}</div><div style="{_TEXT}">{_esc(content)}</div>')
+            out.append(f'<div style="{_ROLE}">{label}</div>{_prompt_html(content)}')
         elif role == "assistant" and isinstance(content, list):
             for block in content:
                 kind = block.get("type")
                 if kind == "text" and block.get("text"):
                     out.append(f'<div style="{_ROLE}">Agent</div>{_answer_html(block["text"])}')
                 elif kind == "thinking" and block.get("text"):
-                    out.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">thinking</summary>'
-                               f'<pre style="{_PRE}">{_esc(block["text"])}</pre></details>')
+                    out.append(thinking_html(block["text"]))
                 elif kind == "tool_use":
                     out.append(_recorded_tool(block, results.get(block.get("id")), meta.get(block.get("id"))))
         elif role == "assistant" and isinstance(content, str) and content:
@@ -132,12 +194,19 @@ def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool =
     return out
 
 
+def recorded_call(block: dict, result: dict | None, call: ToolCall | None) -> ToolCall:
+    """The ToolCall of a transcript's tool_use block: the run's own record when there is one, else
+    what the messages say (a transcript handed in by the user)."""
+    if call is not None:
+        return call
+    status = "ok" if result is not None and not result.get("is_error") else ("error" if result else "not run")
+    return ToolCall(block.get("name", "?"), None, block.get("input"), id=block.get("id", ""), status=status,
+                    result=None if result is None else tool_result_text(result))
+
+
 def _recorded_tool(block: dict, result: dict | None, call: ToolCall | None) -> str:
-    if call is None:  # a transcript handed in by the user: what its messages say
-        status = "ok" if result is not None and not result.get("is_error") else ("error" if result else "not run")
-        call = ToolCall(block.get("name", "?"), None, block.get("input"), id=block.get("id", ""), status=status,
-                        result=None if result is None else str(result.get("content")))
-    return tool_block(call)
+    images = tool_result_images(result) if result is not None else []
+    return tool_block(recorded_call(block, result, call)) + "".join(image_html(b) for b in images)
 
 
 def _wrap(parts: list[str], footer: str) -> str:
