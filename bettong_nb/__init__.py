@@ -7,6 +7,9 @@
     result = agent.run("What is in data/?")
     print(result.output, bettong_nb.usage.summary(result.usage))
 
+    chat = agent.session(); chat.run("..."); chat.save("chat.json")
+    chat = bettong_nb.load_session("chat.json", agent)     # resume; chat.export("chat.html") to share
+
 In a notebook: ``%load_ext bettong_nb`` and a ``%%agent`` cell.
 
 Layers, each importing only from the ones below it:
@@ -29,13 +32,14 @@ from .images import Image
 from .presets import agent, anthropic, deepseek, offline, ollama, openai  # after .agent: `agent` is this function
 from .provider import Provider, ProviderError, Request, Response
 from .results import RunResult, ToolCall
+from .saving import load_session
 from .session import Session
 from .usage import Usage
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Agent", "ModelAgent", "Session", "RunResult", "ToolCall", "ApprovalRequest", "Allow", "Deny", "Usage",
+    "Agent", "ModelAgent", "Session", "load_session", "RunResult", "ToolCall", "ApprovalRequest", "Allow", "Deny", "Usage",
     "Capability", "Tool", "ToolOutput", "tool", "Image", "Provider", "ProviderError", "Request", "Response",
     "agent", "deepseek", "openai", "anthropic", "ollama", "offline", "approve_all", "ask_in_terminal",
     "capability", "capabilities", "events", "secrets", "usage", "providers", "edn",
