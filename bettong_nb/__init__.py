@@ -14,7 +14,8 @@ In a notebook: ``%load_ext bettong_nb`` and a ``%%agent`` cell.
 
 Layers, each importing only from the ones below it:
 - core: options, agent (the loop), session, batch, capability (the protocol), provider (the
-  seam), approvals, events, usage, results, frames, secrets, http — no IPython, no widgets,
+  seam), approvals, events, usage, results, frames, secrets, http, saving and export (with
+  transcript_html, the transcript HTML the notebook shows too) — no IPython, no widgets,
   no notebook;
 - providers/ and capabilities/: implementations of the two protocols, using the core's
   public pieces, never the loop's internals;

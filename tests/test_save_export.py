@@ -12,7 +12,6 @@ import json
 import struct
 import zlib
 from html.parser import HTMLParser
-from pathlib import Path
 
 import nbformat
 import pytest
