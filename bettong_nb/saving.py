@@ -40,8 +40,8 @@ from .options import Options
 from .results import RunResult, ToolCall
 from .usage import RequestRecord, Usage
 
-__all__ = ["FORMAT", "VERSION", "ResumeError", "Saved", "document", "snapshot", "save", "read", "load_session",
-           "write_text"]
+__all__ = ["FORMAT", "VERSION", "ResumeError", "Saved", "document", "redacted_document", "snapshot", "save", "parse",
+           "read", "load_session", "write_text"]
 
 FORMAT = "bettong_nb.session"
 VERSION = 1
