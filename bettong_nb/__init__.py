@@ -7,11 +7,15 @@
     result = agent.run("What is in data/?")
     print(result.output, bettong_nb.usage.summary(result.usage))
 
+    chat = agent.session(); chat.run("..."); chat.save("chat.json")
+    chat = bettong_nb.load_session("chat.json", agent)     # resume; chat.export("chat.html") to share
+
 In a notebook: ``%load_ext bettong_nb`` and a ``%%agent`` cell.
 
 Layers, each importing only from the ones below it:
 - core: options, agent (the loop), session, batch, capability (the protocol), provider (the
-  seam), approvals, events, usage, results, frames, secrets, http — no IPython, no widgets,
+  seam), approvals, events, usage, results, frames, secrets, http, saving and export (with
+  transcript_html, the transcript HTML the notebook shows too) — no IPython, no widgets,
   no notebook;
 - providers/ and capabilities/: implementations of the two protocols, using the core's
   public pieces, never the loop's internals;
@@ -29,13 +33,14 @@ from .images import Image
 from .presets import agent, anthropic, deepseek, offline, ollama, openai  # after .agent: `agent` is this function
 from .provider import Provider, ProviderError, Request, Response
 from .results import RunResult, ToolCall
+from .saving import load_session
 from .session import Session
 from .usage import Usage
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Agent", "ModelAgent", "Session", "RunResult", "ToolCall", "ApprovalRequest", "Allow", "Deny", "Usage",
+    "Agent", "ModelAgent", "Session", "load_session", "RunResult", "ToolCall", "ApprovalRequest", "Allow", "Deny", "Usage",
     "Capability", "Tool", "ToolOutput", "tool", "Image", "Provider", "ProviderError", "Request", "Response",
     "agent", "deepseek", "openai", "anthropic", "ollama", "offline", "approve_all", "ask_in_terminal",
     "capability", "capabilities", "events", "secrets", "usage", "providers", "edn",

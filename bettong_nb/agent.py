@@ -177,9 +177,10 @@ async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunRe
     prior = list(options.messages)
     system = prior[0]["content"] if prior else toolbox.system
     listener = options.on_event or (lambda event: None)
-    # Beside credential-shaped values, what the provider and the capabilities hold is never shown.
-    known = [provider, *options.capabilities]
-    secret_values = [value for holder in known for value in getattr(holder, "secret_values", lambda: [])()]
+    # Beside credential-shaped values, what the provider and the capabilities hold is never shown,
+    # nor written to disk later (a saved session, an exported run).
+    secret_values = secrets.values_held_by([provider, *options.capabilities])
+    secrets.hold(secret_values)
     run = _Run(options, toolbox, system, prior[1:] + [{"role": "user", "content": content}], listener,
                secret_values, approvals.current_conversation())
     run.scope = run.scope if run.scope is not None else run

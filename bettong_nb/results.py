@@ -4,11 +4,13 @@ results, sessions and batches share.
     result.output, result.data, result.tool_calls, result.usage, result.cost()
     result.usage_frame(), result.tool_frame()      # pandas, imported when asked for
     result.frames()                                # DataFrames tools handed back (query_data)
+    result.export("run.html")                      # .md .html .ipynb .json (see bettong_nb.export)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 from . import usage
@@ -46,7 +48,7 @@ class Ledger:
     requests: list
     tool_calls: list
     usage: usage.Usage
-    prices: Mapping[str, Any] | None = None
+    prices: Mapping[str, Any] | None
 
     def cost(self, prices: Mapping[str, Any] | None = None) -> float:
         """What the requests cost, each priced on its own (``prices``, else the price table; see
@@ -105,6 +107,13 @@ class RunResult(Ledger):
         if self.output is not None:
             return self.output
         return f"(no final answer: {self.reason or self.stop_reason or 'not done'})"
+
+    def export(self, path: str | Path) -> Path:
+        """Write this run to read or share, in the format the extension names: ``.md``, ``.html``,
+        ``.ipynb`` or ``.json`` (a saved session of this run). See :mod:`bettong_nb.export`."""
+        from .export import export
+
+        return export(self, path)
 
     def __str__(self) -> str:
         return f"{self.answer_text()}\n  {usage.summary(self.usage)}"

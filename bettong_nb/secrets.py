@@ -47,7 +47,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 from urllib.parse import quote, quote_plus
 
 __all__ = ["REDACTED", "MIN_SECRET_LENGTH", "is_credential_name", "credential_values",
-           "stripped_env", "redact", "revealed", "redacting"]
+           "stripped_env", "redact", "revealed", "redacting", "values_held_by", "hold", "held"]
 
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8  # shorter values would shred ordinary output
@@ -79,6 +79,26 @@ def stripped_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """A child-process environment without the credential-named variables."""
     env = os.environ if env is None else env
     return {k: v for k, v in env.items() if not is_credential_name(k)}
+
+
+def values_held_by(holders: Iterable[object]) -> list[str]:
+    """What ``holders`` (a provider, capabilities) say must never be shown: their ``secret_values()``."""
+    return [value for holder in holders for value in getattr(holder, "secret_values", lambda: [])()]
+
+
+_held: set[str] = set()
+
+
+def hold(values: Iterable[str | None]) -> None:
+    """Remember values an agent holds (its API key, a capability's password) for the rest of the
+    process, in memory only: what is written to disk later (a saved session, an exported run) is
+    redacted of them even when the agent that held them is gone."""
+    _held.update(v for v in values if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_LENGTH)
+
+
+def held() -> list[str]:
+    """The values :func:`hold` was given."""
+    return list(_held)
 
 
 def redacting() -> bool:

@@ -4,6 +4,8 @@
     chat.run("Describe Lithuania")
     chat.run("What is its capital?")      # knows what "its" means
     chat.transcript, chat.usage, chat.clear()
+    chat.save("chat.json"); bettong_nb.load_session("chat.json", agent)   # resume later
+    chat.export("chat.html")                                                # .md .html .ipynb .json
 
 Each turn only appends to the transcript; the system prompt is built once, so every request
 starts with the bytes the provider cached for the previous one.
@@ -15,13 +17,17 @@ import asyncio
 import collections
 import threading
 from dataclasses import replace
-from typing import Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import approvals, budget, events, usage
 from ._sync import run_sync
 from .images import Prompt
 from .options import Options
 from .results import Ledger, RunResult
+
+if TYPE_CHECKING:
+    from .saving import Saved
 
 __all__ = ["Session"]
 
@@ -97,6 +103,11 @@ class Session(Ledger):
     def last(self) -> RunResult | None:
         return self.results[-1] if self.results else None
 
+    @property
+    def tools(self) -> list[dict] | None:
+        """The tools payload this conversation's cached prefix holds (None before its first turn)."""
+        return self._tools
+
     def _guarded(self, listener: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
         """``listener``, and before it a check of each run's start: warn when this turn would
         change what the provider has cached."""
@@ -157,6 +168,28 @@ class Session(Ledger):
         The next turn builds a fresh system prompt."""
         self.transcript, self.usage, self.requests, self.tool_calls, self.results = [], usage.ZERO, [], [], []
         self.turns, self._tools = 0, None
+        return self
+
+    def save(self, path: str | Path) -> Path:
+        """Write the whole conversation to ``path`` as JSON, secrets redacted; resume it with
+        ``bettong_nb.load_session(path, agent)``. See :mod:`bettong_nb.saving`."""
+        from .saving import save
+
+        return save(self, path)
+
+    def export(self, path: str | Path) -> Path:
+        """Write the conversation to read or share, in the format the extension names: ``.md``,
+        ``.html``, ``.ipynb`` or ``.json`` (as :meth:`save`). See :mod:`bettong_nb.export`."""
+        from .export import export
+
+        return export(self, path)
+
+    def restore(self, saved: "Saved") -> "Session":
+        """Continue a saved conversation (``bettong_nb.load_session`` calls this): its transcript
+        exactly as saved, its turns and usage, and the tools its cached prefix holds."""
+        self.transcript, self.results, self.turns = list(saved.transcript), saved.results, saved.turns
+        self.usage, self.requests, self.tool_calls = saved.usage, list(saved.requests), list(saved.tool_calls)
+        self._tools = saved.tools
         return self
 
     def close(self) -> None:

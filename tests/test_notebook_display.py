@@ -10,6 +10,7 @@ import pytest
 import bettong_nb
 from bettong_nb import events, usage
 from bettong_nb import Deny, ToolCall
+from bettong_nb import transcript_html
 from bettong_nb.notebook import display
 from bettong_nb.providers.scripted import Scripted
 
@@ -86,7 +87,7 @@ def _contrast(a: str, b: str) -> float:
 
 @pytest.mark.parametrize("status", ["ok", "error", "denied", "running", "awaiting approval"])
 def test_fallback_status_colours_read_on_light_and_dark_backgrounds(status):
-    (fallback,) = re.findall(r"#[0-9a-fA-F]{6}", display._STATUS_COLOURS[status])
+    (fallback,) = re.findall(r"#[0-9a-fA-F]{6}", transcript_html._STATUS_COLOURS[status])
     for background in ("#ffffff", "#111111", "#1e1e1e"):  # white, JupyterLab dark, VS Code dark
         assert _contrast(fallback, background) >= 3.8, (status, fallback, background)
 

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from .._kernel import jupyter_kernel
 from ..approvals import Allow, ApprovalRequest, Deny, Verdict
-from .display import _ERROR, _OK, css_id
+from ..transcript_html import _ERROR, _OK, css_id
 
 __all__ = ["ButtonApprover", "ask_with_buttons", "frontend_connected", "HEADLESS_POLICIES", "STOP_REASON"]
 

@@ -3,7 +3,8 @@
     result            # in a cell: the HTML transcript, tool calls as expandable blocks
     session           # every turn of the conversation, and the usage of all of them
 
-(The text forms, for terminals, are in :mod:`bettong_nb.terminal`.)
+(The transcript HTML is built in :mod:`bettong_nb.transcript_html`, which exports use too; the
+text forms, for terminals, are in :mod:`bettong_nb.terminal`.)
 
 The HTML is plain markup with inline styles and ``<details>`` blocks, so it reads the same in
 JupyterLab, Notebook 7, VS Code and static viewers; nothing needs JavaScript.
@@ -12,220 +13,17 @@ JupyterLab, Notebook 7, VS Code and static viewers; nothing needs JavaScript.
 from __future__ import annotations
 
 import asyncio
-import functools
-import html
-import re
 import time
 from typing import Any, Callable, Mapping
 
-from .. import events, images
+from .. import events
 from ..results import ToolCall
-from ..terminal import RAN, args_preview, call_line, duration_text, json_text
+from ..terminal import call_line
+# The live view draws with the transcript's own pieces and styles, so both look the same.
+from ..transcript_html import (_BOX, _DETAILS, _ERROR, _MUTED, _PRE, _SUMMARY, _TEXT, RESULT_PREVIEW_CHARS,
+                               _answer_html, _esc, css_id, result_html, safe_markdown, session_html, tool_block)
 
 __all__ = ["result_html", "session_html", "tool_block", "css_id", "LiveView", "PromptSlot", "RESULT_PREVIEW_CHARS"]
-
-RESULT_PREVIEW_CHARS = 20_000  # a tool result longer than this is cut in the display (never in the data)
-
-# Colours must read on light and dark themes alike: text inherits the theme's colour, fills and
-# borders are translucent grey, and status colours are the theme's own where the frontend exposes
-# them (JupyterLab and Notebook 7: --jp-*, VS Code: --vscode-*). The fallbacks, for static viewers,
-# are mid-tones with about 4:1 contrast on white and on near-black.
-_OK = "var(--jp-success-color0,var(--vscode-testing-iconPassed,#3d9140))"
-_ERROR = "var(--jp-error-color1,var(--vscode-errorForeground,#e0403a))"
-_WARN = "var(--jp-warn-color0,var(--vscode-editorWarning-foreground,#c86400))"
-_INFO = "var(--jp-brand-color1,var(--vscode-textLink-foreground,#2f80ed))"
-_STATUS_COLOURS = {"ok": _OK, "error": _ERROR, "denied": _ERROR, "running": _INFO, "awaiting approval": _WARN}
-
-_MONO = "font-family:var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Consolas,monospace);font-size:12px"
-_BOX = "font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.45"
-# Answers and prompts in the size of rendered Markdown, so a streamed answer does not change size
-# when it becomes Markdown at the end.
-_PROSE = "font-size:var(--jp-content-font-size1,14px);line-height:var(--jp-content-line-height,1.6)"
-_DETAILS = ("margin:3px 0;border:1px solid rgba(128,128,128,.35);border-radius:4px;padding:2px 8px;"
-            "background:rgba(128,128,128,.06)")
-_SUMMARY = "cursor:pointer;overflow-wrap:anywhere"  # stays a list-item: its marker is the disclosure triangle
-# The call in a summary takes what room the status after it leaves and ends in an ellipsis, so
-# both share one line; in a very narrow cell it keeps 10em and the status moves below.
-_CALL = (f"{_MONO};display:inline-block;max-width:calc(100% - 17em);max-width:max(10em,calc(100% - 17em));"
-         "overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom")
-# word-break:normal undoes JupyterLab's break-all for output <pre>, which splits words anywhere;
-# a word too long for the line still breaks (overflow-wrap), and a huge result scrolls.
-_PRE = (f"{_MONO};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere;margin:4px 0;padding:4px 6px;"
-        "max-height:24em;overflow:auto;background:rgba(128,128,128,.1);border-radius:3px")
-_TEXT = f"white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0;{_PROSE}"
-_MUTED = "opacity:.75;font-size:12px;margin:3px 0"
-_LABEL = "font-size:11px;letter-spacing:.04em;opacity:.7;margin-top:6px"
-_ROLE = "font-weight:600;margin-top:10px"
-_FOOTER = f"{_MUTED};margin-top:8px;padding-top:4px;border-top:1px solid rgba(128,128,128,.3)"
-
-
-def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def css_id(call_id: str) -> str:
-    """A tool call id as it appears in CSS classes (``bettong-call-<id>``)."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in call_id)
-
-
-def _capped(text: str, limit: int = RESULT_PREVIEW_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n… ({len(text) - limit} more characters; the full text is in result.tool_calls)"
-
-
-_THUMB = "max-width:240px;max-height:240px;margin:4px 6px 4px 0;border:1px solid rgba(128,128,128,.35)"
-
-
-@functools.lru_cache(maxsize=16)  # a live view redraws its tool calls on every update
-def _thumbnail_url(image: images.Image) -> str:
-    return images.thumbnail(image).data_url()
-
-
-def _thumbnails(pictures: list[images.Image]) -> str:
-    """Images as inline ``data:`` thumbnails: the page never fetches anything for them."""
-    tags = [f'<img class="bettong-image" src="{_thumbnail_url(p)}" alt="{_esc(p.describe())}" '
-            f'title="{_esc(p.describe())}" style="{_THUMB}">' for p in pictures]
-    return f'<div>{"".join(tags)}</div>' if tags else ""
-
-
-def tool_block(call: ToolCall, *, note: str | None = None) -> str:
-    """One tool call as ``<details>``: summary ``tool(args…) → status · duration``, then the full
-    arguments and the result, HTML-escaped, and thumbnails of the images it sent the model."""
-    colour = _STATUS_COLOURS.get(call.status, "inherit")
-    parts = [f'<code style="{_CALL}">{_esc(call.tool)}({_esc(args_preview(call.args))})</code> → '
-             f'<span style="color:{colour};font-weight:600;white-space:nowrap">{_esc(call.status)}</span>']
-    if call.redactions:
-        parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {call.redactions} redacted</span>')
-    if call.duration_s is not None and call.status in RAN:
-        parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {_esc(duration_text(call.duration_s))}</span>')
-    where = f" · capability: {_esc(call.capability)}" if call.capability else ""
-    body = [f'<div style="{_LABEL}">ARGUMENTS{where}</div>',
-            f'<pre style="{_PRE}">{_esc(json_text(call.args, indent=2))}</pre>']
-    if note:
-        body.append(f'<div style="{_MUTED}">{_esc(note)}</div>')
-    if call.reason and call.status == "denied":
-        body.append(f'<div style="{_MUTED}">reason: {_esc(call.reason)}</div>')
-    if call.result is not None:
-        body.append(f'<div style="{_LABEL}">RESULT</div><pre style="{_PRE}">{_esc(_capped(call.result))}</pre>')
-    body.append(_thumbnails(call.images))
-    css = f"bettong-tool bettong-call-{css_id(call.id)}" if call.id else "bettong-tool"
-    return (f'<details class="{css}" style="{_DETAILS}"><summary style="{_SUMMARY}">{"".join(parts)}</summary>'
-            f'{"".join(body)}</details>')
-
-
-# --- transcripts ------------------------------------------------------------------------------
-
-def _results_by_id(messages: list[dict]) -> dict[str, dict]:
-    return {b.get("tool_use_id"): b for m in messages if m.get("role") == "user" and isinstance(m["content"], list)
-            for b in m["content"] if b.get("type") == "tool_result"}
-
-
-def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool = False) -> list[str]:
-    results = _results_by_id(messages)
-    meta = {c.id: c for c in calls if getattr(c, "id", "")}
-    out: list[str] = []
-    turn = 0
-    for message in messages:
-        role, content = message.get("role"), message.get("content")
-        if role == "system":
-            out.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">system prompt</summary>'
-                       f'<pre style="{_PRE}">{_esc(content)}</pre></details>')
-        elif role == "user" and _is_prompt(content):
-            turn += 1
-            label = f"You · turn {turn}" if turn_marks else "You"
-            out.append(f'<div style="{_ROLE}">{label}</div>{_prompt_html(content)}')
-        elif role == "assistant" and isinstance(content, list):
-            for block in content:
-                kind = block.get("type")
-                if kind == "text" and block.get("text"):
-                    out.append(f'<div style="{_ROLE}">Agent</div>{_answer_html(block["text"])}')
-                elif kind == "thinking" and block.get("text"):
-                    out.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">thinking</summary>'
-                               f'<pre style="{_PRE}">{_esc(block["text"])}</pre></details>')
-                elif kind == "tool_use":
-                    out.append(_recorded_tool(block, results.get(block.get("id")), meta.get(block.get("id"))))
-        elif role == "assistant" and isinstance(content, str) and content:
-            out.append(f'<div style="{_ROLE}">Agent</div>{_answer_html(content)}')
-    return out
-
-
-def _is_prompt(content: Any) -> bool:
-    """A user message the person wrote (text, or text and images), not one of tool results."""
-    return isinstance(content, str) or (isinstance(content, list) and bool(content)
-                                        and all(b.get("type") in ("text", "image") for b in content))
-
-
-def _prompt_html(content: str | list[dict]) -> str:
-    if isinstance(content, str):
-        return f'<div style="{_TEXT}">{_esc(content)}</div>'
-    text = "\n".join(b["text"] for b in content if b["type"] == "text")
-    pictures = [images.Image.from_block(b) for b in content if b["type"] == "image"]
-    return (f'<div style="{_TEXT}">{_esc(text)}</div>' if text else "") + _thumbnails(pictures)
-
-
-def _recorded_tool(block: dict, result: dict | None, call: ToolCall | None) -> str:
-    if call is None:  # a transcript handed in by the user: what its messages say
-        status = "ok" if result is not None and not result.get("is_error") else ("error" if result else "not run")
-        call = ToolCall(block.get("name", "?"), None, block.get("input"), id=block.get("id", ""), status=status,
-                        result=None if result is None else str(result.get("content")),
-                        images=[images.Image.from_block(b) for b in (result or {}).get("images") or ()])
-    return tool_block(call)
-
-
-def _wrap(parts: list[str], footer: str) -> str:
-    return (f'<div class="bettong-transcript" style="{_BOX}">{"".join(parts)}'
-            f'<div class="bettong-usage" style="{_FOOTER}">{footer}</div></div>')
-
-
-_CODE = re.compile(r"(```.*?(?:```|$)|~~~.*?(?:~~~|$)|`[^`\n]*`)", re.S)
-
-
-def _outside_code(text: str, fix: Callable[[str], str]) -> str:
-    parts = _CODE.split(text)
-    for i in range(0, len(parts), 2):  # even parts are outside code
-        parts[i] = fix(parts[i])
-    return "".join(parts)
-
-
-def safe_markdown(text: str) -> str:
-    """An answer made safe to render: the model's text may carry a prompt-injected image whose
-    URL leaks data when the frontend fetches it, or raw HTML. Outside code, images become plain
-    links (``\\![…](…)``) and ``<`` is escaped; code spans and fences are left as written."""
-    return _outside_code(text, lambda part: part.replace("<", "&lt;").replace("![", "\\!["))
-
-
-@functools.cache
-def _markdown() -> Callable[[str], str]:
-    import mistune  # imported on first use only: %load_ext stays cheap
-
-    return mistune.create_markdown(escape=True, plugins=["strikethrough", "table"])
-
-
-def _answer_html(text: str) -> str:
-    """The model's text in a transcript, as the live view shows it: Markdown rendered to plain
-    HTML, raw HTML escaped (mistune does that) and images turned into links nobody fetches."""
-    rendered = _markdown()(_outside_code(text, lambda part: part.replace("![", "\\![")))
-    return f'<div class="bettong-markdown" style="{_PROSE};overflow-wrap:anywhere">{rendered}</div>'
-
-
-def result_html(result: Any) -> str:
-    """A RunResult as an HTML transcript: prompt, answers, tool calls, and a usage line."""
-    parts = _messages_html(result.messages, result.tool_calls)
-    footer = _esc(result.usage_line())
-    if not result.done:
-        why = _esc(result.reason or result.stop_reason)
-        footer = f'<span style="color:{_ERROR}">stopped early: {why}</span> · {footer}'
-    return _wrap(parts, footer)
-
-
-def session_html(session: Any) -> str:
-    """A Session as an HTML transcript of all its turns, with the usage of all of them."""
-    parts = [f'<div style="{_MUTED}">Session · {session.turns} turn{"" if session.turns == 1 else "s"}</div>']
-    parts += _messages_html(session.transcript, session.tool_calls, turn_marks=True)
-    if not session.transcript:
-        parts.append(f'<div style="{_MUTED}">(no turns yet)</div>')
-    return _wrap(parts, _esc(session.usage_line()))
 
 
 # --- live views -------------------------------------------------------------------------------

@@ -8,7 +8,7 @@
     %%agent chat --approve -o r  # chat: a Session in your namespace, or an Agent
     Summarise {report_path} and compare with {df}
 
-    %agent usage                 # line commands: sessions, usage, tools, transcript, reset
+    %agent usage                 # line commands: sessions, usage, tools, transcript, reset, save, load
 
 TARGET. A Session continues. An Agent gets a session kept by the magic under that name (so
 ``%%agent bot`` cells form one conversation; ``--new`` or ``%agent reset bot`` starts over;
@@ -307,7 +307,8 @@ class AgentMagics(Magics):
         The result is _agent_result (and VAR with -o); the session used is _agent_session.
         The default session is configured with %config AgentMagics (DeepSeek when
         DEEPSEEK_API_KEY is set, else the offline demo model). Line commands:
-        %agent sessions | usage [TARGET] | tools [TARGET] | transcript [TARGET] | reset [TARGET].
+        %agent sessions | usage [TARGET] | tools [TARGET] | transcript [TARGET] | reset [TARGET]
+        | save PATH [TARGET] | load PATH [TARGET].
         """
         plan = self._plan(line, cell)
         if plan is None:
@@ -470,6 +471,8 @@ class AgentMagics(Magics):
           %agent tools [TARGET]       one row per tool call (a DataFrame)
           %agent transcript [TARGET]  the conversation, tool calls expandable
           %agent reset [TARGET]       forget the conversation (keeps the agent)
+          %agent save PATH [TARGET]   write the conversation to PATH (JSON; secrets redacted)
+          %agent load PATH [TARGET]   resume a saved conversation: the next %%agent TARGET cell continues it
 
         Without TARGET: the default session. Run a prompt with a %%agent cell (%%agent --help).
         Configure the default session with %config AgentMagics.
@@ -480,10 +483,14 @@ class AgentMagics(Magics):
             return None
         command, rest = words[0], words[1:]
         commands = {"sessions": self._sessions, "usage": self._usage, "tools": self._tools,
-                    "transcript": self._transcript, "reset": self._reset}
+                    "transcript": self._transcript, "reset": self._reset, "save": self._save, "load": self._load}
         if command not in commands:
             raise UsageError(f"Unknown %agent command {command!r}. Commands: {', '.join(commands)}. "
                              "A prompt goes in a %%agent cell (two %).")
+        if command in ("save", "load"):
+            if not 1 <= len(rest) <= 2:
+                raise UsageError(f"%agent {command} takes PATH and an optional TARGET; got {' '.join(rest)!r}")
+            return commands[command](*rest)
         if len(rest) > (0 if command == "sessions" else 1):
             raise UsageError(f"%agent {command} takes {'no argument' if command == 'sessions' else 'one TARGET'}; "
                              f"got {' '.join(rest)!r}")
@@ -515,6 +522,24 @@ class AgentMagics(Magics):
         session.clear()
         print(f"Reset {name or 'the default session'}: {turns} turn{'' if turns == 1 else 's'} forgotten.")
         return None
+
+    def _save(self, path: str, name: str | None = None) -> None:
+        session = self._existing(name)
+        written = session.save(os.path.expanduser(path))
+        print(f"Saved {name or 'the default session'} ({session.turns} turn{'' if session.turns == 1 else 's'}) "
+              f"to {written}")
+
+    def _load(self, path: str, name: str | None = None) -> None:
+        from ..saving import ResumeError, load_session
+
+        name, session, _ = self._target(name)
+        try:
+            load_session(os.path.expanduser(path), session)
+        except (ResumeError, OSError) as error:
+            raise UsageError(str(error)) from None
+        target = "" if name == DEFAULT else f" {name}"
+        print(f"Loaded {path} into {target.strip() or 'the default session'} ({session.turns} turn"
+              f"{'' if session.turns == 1 else 's'}): the next %%agent{target} cell continues it.")
 
     def _sessions(self, _: None) -> Any:
         import pandas as pd
