@@ -96,6 +96,7 @@ Node = Union[Command, Compound, Function]
 class Pipeline:
     stages: list[Node]
     background: bool = False  # ends with & (the whole and-or list it belongs to)
+    conditional: bool = False  # after && or ||: it may not run
 
 
 @dataclass(eq=False)
@@ -176,6 +177,7 @@ class _Parser:
                     self.i += 2
                     self._skip_newlines()
                     and_or.append(self.pipeline())
+                    and_or[-1].conditional = True
                     continue
                 break
             out += and_or

@@ -194,15 +194,8 @@ def _formatting(reading: Reading) -> bool:
 
 
 def _write_targets(call: Call, reading: Reading) -> list[str]:
-    """The files ``call`` writes to by name: its redirections, ``dd of=``, ``tee``, ``cp``'s
-    destination and the like."""
+    """The files ``call`` writes to by name: ``dd of=``, ``tee``, ``cp``'s destination and the like."""
     out = []
-    if call.argv is call.command.words:
-        for redirect in call.command.redirects:
-            target = redirect.target
-            if redirect.op in _WRITES and target is not None and not (
-                    redirect.op == ">&" and (target.value or "").rstrip("-").isdigit() or target.value == "-"):
-                out += _words(call, [target], reading)
     name, args = call.program, call.argv[1:]
     if name == "dd":
         out += [p[3:] for p in _words(call, args, reading) if p.startswith("of=")]
@@ -222,8 +215,23 @@ def _write_targets(call: Call, reading: Reading) -> list[str]:
     return out
 
 
+def _redirected_to(reading: Reading) -> list[tuple[str, str | None]]:
+    """``(pattern, cwd)`` of every file a redirection writes, anywhere in the command."""
+    out = []
+    for redirect, cwd in reading.redirects:
+        target = redirect.target
+        if redirect.op in _WRITES and target is not None and not (
+                redirect.op == ">&" and ((target.value or "").rstrip("-").isdigit() or target.value == "-")):
+            out += [(p, cwd) for p in patterns(target, cwd=cwd, home=reading.home) or []]
+    return out
+
+
+def _writes(reading: Reading) -> list[tuple[str, str | None]]:
+    return [*_redirected_to(reading), *((p, c.cwd) for c in reading.calls for p in _write_targets(c, reading))]
+
+
 def _device_write(reading: Reading) -> bool:
-    return any(device(p, c.cwd) for c in reading.calls for p in _write_targets(c, reading))
+    return any(device(p, cwd) for p, cwd in _writes(reading))
 
 
 _POWER = frozenset({"poweroff", "reboot", "halt", "kexec", "soft-reboot", "suspend", "hibernate", "hybrid-sleep",
@@ -247,9 +255,7 @@ def _shutdown(reading: Reading) -> bool:
             return True
         elif name == "kill" and _kills_everything(args):
             return True
-        if any(_sysrq(p, call.cwd) for p in _write_targets(call, reading)):
-            return True
-    return False
+    return any(_sysrq(p, cwd) for p, cwd in _writes(reading))
 
 
 def _kills_everything(args) -> bool:
@@ -265,12 +271,14 @@ def _kills_everything(args) -> bool:
 
 
 def _fork_bomb(reading: Reading) -> bool:
+    """A function that runs itself (or a function that runs it) unconditionally in a pipeline,
+    in the background or in a subshell; or an endless loop of background jobs."""
     edges: dict[str, set[str]] = {}
     forking: set[tuple[str, str]] = set()
     for call in reading.calls:
         if call.function and call.program:
             edges.setdefault(call.function, set()).add(call.program)
-            if call.forks:
+            if call.forks and not call.conditional:
                 forking.add((call.function, call.program))
     for caller, callee in forking:
         if _reaches(edges, callee, caller):

@@ -180,24 +180,23 @@ class Output:
         head_size, tail_size = limit // 4, limit - limit // 4
         whole = clip.whole()
         if whole is not None:
-            text, _ = secrets.redact(whole)
-            if len(text) <= limit:
-                return text
-            return text[:head_size] + _cut_marker(len(text) - limit) + text[len(text) - tail_size:]
-        # Cut each end where no secret is astride the cut, then redact what is shown.
-        head_cut = head_size
-        head_spans = secrets.redaction_spans(clip.head)
-        for start, end in head_spans:
-            if start < head_cut < end:
-                head_cut = end
-        tail_cut = len(clip.tail) - tail_size
-        tail_spans = secrets.redaction_spans(clip.tail)
-        for start, end in tail_spans:
-            if start < tail_cut < end:
-                tail_cut = start
-        head = _splice(clip.head, head_spans, 0, head_cut)
-        tail = _splice(clip.tail, tail_spans, tail_cut, len(clip.tail))
-        return head + _cut_marker(clip.total - head_cut - (len(clip.tail) - tail_cut)) + tail
+            head_text = tail_text = whole
+            head_spans = tail_spans = secrets.redaction_spans(whole)
+            redacted = _splice(whole, head_spans, 0, len(whole))
+            if len(redacted) <= limit:
+                return redacted
+        else:  # only the ends are kept, each with a margin beyond its cut
+            head_text, tail_text = clip.head, clip.tail
+            head_spans, tail_spans = secrets.redaction_spans(head_text), secrets.redaction_spans(tail_text)
+        # Cut where no secret is astride the cut: a redacted stretch is shown whole or not at all.
+        head_cut = next((end for start, end in head_spans if start < head_size < end), head_size)
+        tail_cut = len(tail_text) - tail_size
+        tail_cut = next((start for start, end in tail_spans if start < tail_cut < end), tail_cut)
+        if whole is not None and head_cut >= tail_cut:
+            return redacted
+        head = _splice(head_text, head_spans, 0, head_cut)
+        tail = _splice(tail_text, tail_spans, tail_cut, len(tail_text))
+        return head + _cut_marker(clip.total - head_cut - (len(tail_text) - tail_cut)) + tail
 
 
 def _splice(text: str, spans: list[tuple[int, int]], start: int, end: int) -> str:
@@ -256,8 +255,11 @@ async def run(command: str, *, cwd: str, env: dict[str, str], timeout: float, li
         tracker.started(pgid)
     try:
         finished = await _within(proc.exited, timeout)
-        # whatever is left in the group now is a background job or the overrunning command
-        if _signal_group(pgid, signal.SIGTERM):
+        # whatever is left now is a background job or the overrunning command
+        left = _signal_group(pgid, signal.SIGTERM)
+        if tracker:
+            left = tracker.signal_all(signal.SIGTERM) or left
+        if left:
             await _within(asyncio.gather(proc.exited, proc.closed), _TERM_GRACE)
             _signal_group(pgid, signal.SIGKILL)
         if tracker:
@@ -305,20 +307,24 @@ class _Tracker:
     def kill_all(self, rounds: int = 200) -> None:
         """Walk /proc, killing each member as it is found, until a walk finds none alive."""
         for _ in range(rounds):
-            found = False
-            for pid, ppid, session, state in _processes(self.since):
-                if pid == os.getpid() or state in "ZX":
-                    continue
-                if session == self.sid or ppid in self.family or pid in self.family or self._marked(pid):
-                    self.family.add(pid)
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                        found = True
-                    except ProcessLookupError:
-                        pass
-            if not found:
+            if not self.signal_all(signal.SIGKILL):
                 return
             time.sleep(0.001)
+
+    def signal_all(self, sig: int) -> bool:
+        """One walk of /proc, signalling every live member found; False if there was none."""
+        found = False
+        for pid, ppid, session, state in _processes(self.since):
+            if pid == os.getpid() or state in "ZX":
+                continue
+            if session == self.sid or ppid in self.family or pid in self.family or self._marked(pid):
+                self.family.add(pid)
+                try:
+                    os.kill(pid, sig)
+                    found = True
+                except ProcessLookupError:
+                    pass
+        return found
 
     def _marked(self, pid: int) -> bool:
         try:

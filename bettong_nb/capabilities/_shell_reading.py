@@ -51,6 +51,7 @@ class Call:
     runs_download: bool = False  # it runs a file a download in the same command wrote
     function: str | None = None  # the function whose body it is in
     forks: bool = False  # in a pipeline, in the background or in a subshell within that body
+    conditional: bool = False  # behind an if, a case, a loop, && or || within that body
     placeholder: list[Word] | None = None  # what find's {} stands for, when it is every file
 
     @property
@@ -62,6 +63,7 @@ class Call:
 class Reading:
     home: str  # the home directory ~ and $HOME stand for
     calls: list[Call] = field(default_factory=list)
+    redirects: list[tuple[Redirect, str | None]] = field(default_factory=list)  # with the directory they apply in
     loops: list[Compound] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # run, but not knowable from the text
 
@@ -276,7 +278,9 @@ class _Reader:
         self.reading = reading
         self.functions: list[str] = []  # the function bodies being read, innermost last
         self.forking: list[int] = [0]  # how many forking contexts deep, per function body
+        self.conditional: list[int] = [0]  # how many conditions deep, per function body
         self.downloaded: set[str] = set()  # files a download in this command wrote
+        self.piped: dict[int, list[Word]] = {}  # words echoed into a pipeline stage, by the stage's id
 
     # --- structure ---
 
@@ -291,21 +295,27 @@ class _Reader:
                  output_runs: bool) -> str | None:
         forks = pipeline.background or len(pipeline.stages) > 1
         self.forking[-1] += forks
+        self.conditional[-1] += pipeline.conditional
         stdin_script = [self._reads_stdin_script(stage) for stage in pipeline.stages]
         after = cwd
         for n, stage in enumerate(pipeline.stages):
+            if n and (echoed := _echoed(pipeline.stages[n - 1])) is not None:
+                self.piped[id(stage)] = echoed
             feeds_code = output_runs or any(stdin_script[n + 1:])
             after = self.node(stage, cwd, runs=runs, depth=depth, output_runs=feeds_code)
             if stdin_script[n] and n:
                 self._piped_script(pipeline.stages[n - 1], stage, cwd, runs=runs, depth=depth)
         self.forking[-1] -= forks
+        self.conditional[-1] -= pipeline.conditional
         return cwd if forks else after  # each stage of a pipeline is a subshell
 
     def node(self, node, cwd: str | None, *, runs: bool, depth: int, output_runs: bool) -> str | None:
         if isinstance(node, Function):
             self.functions.append(node.name)
             self.forking.append(0)
+            self.conditional.append(0)
             self.node(node.body, cwd, runs=runs, depth=depth, output_runs=False)
+            self.conditional.pop()
             self.forking.pop()
             self.functions.pop()
             return cwd
@@ -318,9 +328,15 @@ class _Reader:
         for word in node.words:
             self._substitutions(word, cwd, runs=runs, depth=depth, output_runs=False)
         self._redirect_substitutions(node.redirects, cwd, runs=runs, depth=depth, interpreter=False)
+        self.reading.redirects += [(r, cwd) for r in node.redirects]
         after = cwd
-        for body in node.bodies:
+        for n, body in enumerate(node.bodies):
+            # only the first list of an if, while or until runs for sure
+            maybe = node.kind in ("if", "while", "until", "for", "select", "case") and (n > 0 or node.kind in (
+                "for", "select", "case"))
+            self.conditional[-1] += maybe
             after = self.script(body, after, runs=runs, depth=depth, output_runs=output_runs)
+            self.conditional[-1] -= maybe
         self.forking[-1] -= subshell
         return cwd if subshell else after
 
@@ -350,6 +366,7 @@ class _Reader:
         if self.functions:
             call.function = self.functions[-1]
             call.forks = self.forking[-1] > 0
+            call.conditional = self.conditional[-1] > 0
         self.reading.calls.append(call)
         name = call.program
         interpreter = is_interpreter(name)
@@ -363,6 +380,7 @@ class _Reader:
                 self._substitutions(word, call.cwd, runs=call.runs, depth=depth, output_runs=False)
             self._redirect_substitutions(call.command.redirects, call.cwd, runs=call.runs, depth=depth,
                                          interpreter=interpreter)
+            self.reading.redirects += [(r, call.cwd) for r in call.command.redirects]
             self._downloads_to(call)
         if self._runs_downloaded(call):
             call.runs_download = True
@@ -382,7 +400,8 @@ class _Reader:
             if name == "sudo" and any(o in ("-s", "-i") for o in options) and operands:
                 self._string(call, None, operands, depth)
                 return
-            if name == "xargs" and not operands:
+            if name == "xargs":
+                self._xargs(call, operands, depth)
                 return
             operands = operands[before:]
             while name == "sudo" and operands and re.match(r"[A-Za-z_]\w*=", operands[0].text):
@@ -421,6 +440,17 @@ class _Reader:
         end = len(base) if argv[-1] is call.command.words[-1] else argv[-1].start + len(argv[-1].text) - origin
         return Call(argv, base[argv[0].start - origin:end].strip(), call.command, call.cwd, runs=call.runs,
                     output_runs=call.output_runs, placeholder=placeholder)
+
+    def _xargs(self, call: Call, operands: list[Word], depth: int) -> None:
+        """xargs runs its operands with the words it reads appended: known when an echo feeds it."""
+        if not operands:
+            return
+        inner = self._sub_call(call, operands)
+        extra = self.piped.get(id(call.command), []) if call.argv is call.command.words else []
+        if extra:
+            inner.argv = [*operands, *extra]
+            inner.text = " ".join([inner.text, *(w.text for w in extra)])
+        self.call(inner, depth)
 
     def _env(self, call: Call, args: list[Word], depth: int) -> None:
         options, operands = gnu_args(args, "uCS", frozenset({"--unset", "--chdir", "--split-string"}),
@@ -523,7 +553,8 @@ class _Reader:
             if word.quoted and re.search(r"[\s;&|<>()$`]", text := self._approximate(word, call.cwd)):
                 texts.append(text)
         if call.argv is call.command.words:
-            texts += [self._approximate(r.body, call.cwd) for r in call.command.redirects if r.body is not None]
+            texts += [self._approximate(r.body or r.target, call.cwd) for r in call.command.redirects
+                      if r.op in ("<<", "<<-", "<<<")]
         for text in texts:
             try:
                 script = parse(text)
@@ -612,7 +643,7 @@ def find_actions(args: list[Word]) -> tuple[list[Word], list[tuple[int, int, boo
     while n < len(args) and args[n].value in ("-H", "-L", "-P"):
         n += 1
     starts = []
-    while n < len(args) and args[n].value is not None and not args[n].value.startswith(("-", "(", "!")):
+    while n < len(args) and not args[n].text.startswith(("-", "(", "!", "\\(", "\\!")):
         starts.append(args[n])
         n += 1
     starts = starts or [Word(".", (("lit", ".", False),))]
@@ -646,6 +677,16 @@ def unwrap(argv: list[Word]) -> list[Word]:
             operands = operands[1:]
         argv = operands
     return argv
+
+
+def _echoed(stage) -> list[Word] | None:
+    """The words ``echo``/``printf`` with literal arguments writes, split as xargs splits them."""
+    if not isinstance(stage, Command) or _stage_program(stage) not in ("echo", "printf"):
+        return None
+    words = [w.value for w in stage.words[1:] if w.value not in ("-n", "-e", "-E")]
+    if any(v is None for v in words):
+        return None
+    return [Word(v, (("lit", v, True),)) for v in " ".join(words).replace("\\n", "\n").split()]
 
 
 def _stage_program(stage) -> str | None:
@@ -686,7 +727,7 @@ def _script_source(argv: list[Word]):
     while n < len(argv):
         value = argv[n].value
         if value is None:
-            return None  # cannot tell an option from the script
+            break  # an operand: the command string or the script
         if value in ("--", "-"):
             from_stdin |= value == "-"
             n += 1
