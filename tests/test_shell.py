@@ -12,6 +12,7 @@ import re
 import string
 import subprocess
 import sys
+import textwrap
 import time
 import tracemalloc
 import uuid
@@ -402,13 +403,23 @@ PROC_PROBES = {
     "ancestors, base64": ("p=$$; while [ \"$p\" -gt 1 ]; do cat /proc/$p/environ; "
                           "p=$(cut -d' ' -f4 /proc/$p/stat); done 2>/dev/null | tr '\\0' '\\n' | grep -a -e KEY"
                           " -e PASSWORD | base64 -w0"),
-    "mem": ("python3 -c 'import sys\nhits = 0\ntry:\n"
-            "    regions = open(\"/proc/{pid}/maps\").read().splitlines()\n"
-            "    mem = open(\"/proc/{pid}/mem\", \"rb\", 0)\n"
-            "except OSError as e:\n    print(\"unreadable\", e.errno); sys.exit()\n"
-            "for line in regions:\n    span, perms = line.split()[:2]\n    a, b = (int(x, 16) for x in span.split(\"-\"))\n"
-            "    try:\n        mem.seek(a); hits += mem.read(b - a).count(b\"{needle}\")\n    except (OSError, ValueError, OverflowError):\n"
-            "        pass\nprint(\"hits\", hits)'"),
+    "mem": "python3 - {pid} {needle} <<'PY'\n" + textwrap.dedent("""\
+        import sys
+        pid, needle, hits = sys.argv[1], sys.argv[2].encode(), 0
+        try:
+            regions = open(f"/proc/{pid}/maps").read().splitlines()
+            mem = open(f"/proc/{pid}/mem", "rb", 0)
+        except OSError as e:
+            sys.exit(print("unreadable", e.errno))
+        for line in regions:
+            start, end = (int(x, 16) for x in line.split()[0].split("-"))
+            try:
+                mem.seek(start)
+                hits += mem.read(end - start).count(needle)
+            except (OSError, ValueError, OverflowError):
+                pass
+        print("hits", hits)
+        """) + "PY",
 }
 # Run only inside namespaces: as root beside the kernel it would unmount the machine's /proc.
 UNMOUNT_PROBE = {"after umount, base64": (

@@ -1,7 +1,7 @@
 """A bash parser for the shell policy: which simple commands a command line runs, and how.
 
     script = parse("git status; cat /etc/passwd")
-    [c.text for c in simple_commands(script)]      # ['git status', 'cat /etc/passwd']
+    [p.stages[0].text for p in script.pipelines]   # ['git status', 'cat /etc/passwd']
 
 It reads bash's grammar as bash does — quotes, escapes, line continuations, ``$(…)``,
 backticks, ``<(…)``/``>(…)``, ``${…}``, ``$((…))``, here-documents and here-strings,
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import Union
 
 __all__ = ["BashSyntaxError", "Word", "Redirect", "Command", "Compound", "Function", "Pipeline",
-           "Script", "parse", "simple_commands", "MAX_DEPTH"]
+           "Script", "parse", "MAX_DEPTH"]
 
 MAX_DEPTH = 60  # nested constructs; deeper is refused, which also bounds the recursion
 
@@ -119,29 +119,6 @@ _ANSI = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "
 def parse(source: str) -> Script:
     """The syntax tree of ``source``; raises :class:`BashSyntaxError` for what it cannot read."""
     return _Parser(source).script()
-
-
-def simple_commands(script: Script) -> Iterator[Command]:
-    """Every simple command in ``script``, at any depth, in source order."""
-    for pipeline in script.pipelines:
-        for stage in pipeline.stages:
-            yield from _node_commands(stage)
-
-
-def _node_commands(node: Node) -> Iterator[Command]:
-    if isinstance(node, Function):
-        yield from _node_commands(node.body)
-        return
-    words = node.words if isinstance(node, Compound) else [*node.assigns, *node.words]
-    redirect_words = [w for r in node.redirects for w in (r.target, r.body) if w is not None]
-    if isinstance(node, Command):
-        yield node
-    else:
-        for body in node.bodies:
-            yield from simple_commands(body)
-    for word in [*words, *redirect_words]:
-        for inner in word.scripts:
-            yield from simple_commands(inner)
 
 
 class _Parser:
@@ -546,20 +523,7 @@ class _Parser:
         """An unquoted here-document's body: expansions run, quotes are plain characters."""
         parts: list[Part] = []
         scripts: list[Script] = []
-        lit: list[str] = []
-        while self.i < len(self.s):
-            c = self.s[self.i]
-            if c == "\\" and self.i + 1 < len(self.s) and self.s[self.i + 1] in "$`\\\n":
-                if self.s[self.i + 1] != "\n":
-                    lit.append(self.s[self.i + 1])
-                self.i += 2
-            elif c in "$`":
-                self._flush(lit, parts, True)
-                self._expansion(parts, scripts, quoted=True)
-            else:
-                lit.append(c)
-                self.i += 1
-        self._flush(lit, parts, True)
+        self._expanding_text(parts, scripts, escapable="$`\\\n", closing=None)
         return Word(self.s, tuple(parts), tuple(scripts))
 
     # --- words ------------------------------------------------------------------------------
@@ -667,16 +631,26 @@ class _Parser:
             lit.clear()
 
     def _double_quoted(self, parts: list[Part], scripts: list[Script]) -> None:
-        lit: list[str] = []
         before = len(parts)
+        self._expanding_text(parts, scripts, escapable='$`"\\\n', closing='"')
+        if len(parts) == before:
+            parts.append(("lit", "", True))  # "" is a word of its own
+
+    def _expanding_text(self, parts: list[Part], scripts: list[Script], *, escapable: str,
+                        closing: str | None) -> None:
+        """Text in which only expansions and a few escapes are special — a double-quoted string,
+        or an unquoted here-document's body — up to ``closing`` or the end."""
+        lit: list[str] = []
         while True:
             if self.i >= len(self.s):
-                raise BashSyntaxError("an unterminated double quote")
+                if closing:
+                    raise BashSyntaxError("an unterminated double quote")
+                break
             c = self.s[self.i]
-            if c == '"':
+            if c == closing:
                 self.i += 1
                 break
-            if c == "\\" and self.i + 1 < len(self.s) and self.s[self.i + 1] in '$`"\\\n':
+            if c == "\\" and self.i + 1 < len(self.s) and self.s[self.i + 1] in escapable:
                 if self.s[self.i + 1] != "\n":
                     lit.append(self.s[self.i + 1])
                 self.i += 2
@@ -687,8 +661,6 @@ class _Parser:
                 lit.append(c)
                 self.i += 1
         self._flush(lit, parts, True)
-        if len(parts) == before:
-            parts.append(("lit", "", True))  # "" is a word of its own
 
     def _ansi_c(self) -> str:
         self.i += 2

@@ -23,8 +23,7 @@ from functools import lru_cache
 
 from ._bash import BashSyntaxError, Command, Compound, Function, Pipeline, Redirect, Script, Word, parse
 
-__all__ = ["Call", "Reading", "read", "program", "patterns", "gnu_args", "find_actions", "is_interpreter",
-           "SHELLS", "DOWNLOADERS"]
+__all__ = ["Call", "Reading", "read", "program", "patterns", "gnu_args", "find_actions", "DOWNLOADERS"]
 
 MAX_NESTING = 8  # a string run by a string run by …: deeper is unreadable
 
