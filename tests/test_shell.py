@@ -240,17 +240,47 @@ def test_bad_options_fail_when_the_capability_is_built(options, message):
         shell(**options)
 
 
-@pytest.mark.parametrize("command", [
-    "sudo -u " * 60 + "x",  # exponential if flag values were ambiguous
-    "f(){ " * 4000,
-    "rm " * 4000,
-    "dd " * 4000,
-    "'" * 20000,
-], ids=["sudo-flags", "nested-functions", "many-rm", "many-dd", "quotes"])
+LONG = {
+    "sudo-flags": "sudo -u " * 60 + "x",  # exponential if flag values were ambiguous
+    "nested-functions": "f(){ " * 4000,
+    "many-rm": "rm " * 4000,
+    "many-dd": "dd " * 4000,
+    "quotes": "'" * 20000,
+    "nested-substitutions": "$(" * 5000,
+    "nested-parameters": "${" * 5000,
+    "nested-arithmetic": "echo $(( " * 3000,  # exponential if (( were retried as a subshell each time
+    "nested-arrays": "x=(" * 3000,
+    "nested-subshells": "(" * 3000 + "a" + ")" * 3000,
+    "backticks": "`" * 5001,
+    "a long pipeline": "a | " * 3000 + "a",
+    "many commands": "a;" * 3000,
+    "many wrappers": "sudo " * 5000 + "rm -rf /",
+    "many operands": "rm -rf " + "a " * 20000 + "/",
+    "many quoted arguments": "echo " + "'a b' " * 2000,
+    "many dot-dots": "rm -rf /" + "../" * 20000,
+    "many globs": "rm -rf " + "/*" * 2000,
+    "huge braces": "rm -rf /" + "{a,b}" * 30 + " /{1..100000000}",
+    "a long here-document": "cat <<EOF\n" + "line $(x)\n" * 2000 + "EOF",
+    "many functions": "".join(f"f{i}(){{ f{i + 1}|f{i + 1}& }};" for i in range(1000)),
+    "many finds": "find / " + "-name a -o " * 3000 + "-delete",
+}
+
+
+@pytest.mark.parametrize("command", LONG.values(), ids=LONG.keys())
 def test_a_long_command_is_checked_quickly(command):
     started = time.perf_counter()
-    shell().refusal(command)
+    reason = shell().refusal(command)
+    assert reason is None or isinstance(reason, str)
     assert time.perf_counter() - started < 1.0
+
+
+def test_random_text_never_breaks_the_policy():
+    rng = random.Random(11)
+    alphabet = list("ab /*~$`'\"\\(){}[]<>|&;#!=\n\t-") + ["$(", "${", "<<", "EOF", "((", "))", "if ", "fi", "rm -rf /"]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 40)))
+        reason = shell().refusal(text)
+        assert reason is None or isinstance(reason, str), text
 
 
 # --- the capability ------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Union
 
 __all__ = ["BashSyntaxError", "Word", "Redirect", "Command", "Compound", "Function", "Pipeline",
@@ -42,14 +43,14 @@ class Word:
     scripts: tuple["Script", ...] = ()
     start: int = 0
 
-    @property
+    @cached_property
     def value(self) -> str | None:
         """The word after quote removal, when nothing in it expands; else None."""
         if all(p[0] == "lit" for p in self.parts):
             return "".join(p[1] for p in self.parts)
         return None
 
-    @property
+    @cached_property
     def quoted(self) -> bool:
         return any(p[2] for p in self.parts)
 
@@ -129,6 +130,7 @@ class _Parser:
         self.i = 0
         self.depth = depth
         self.pending: list[tuple[Redirect, str, bool, bool]] = []  # here-documents awaiting a body
+        self.not_arithmetic: set[int] = set()  # where (( turned out to open subshells: tried once
 
     # --- lists and pipelines ----------------------------------------------------------------
 
@@ -612,6 +614,13 @@ class _Parser:
 
     def _array(self, parts: list[Part], scripts: list[Script]) -> None:
         """``name=( … )``: its elements are words, maybe with substitutions."""
+        self._nested()
+        try:
+            self._array_elements(parts, scripts)
+        finally:
+            self.depth -= 1
+
+    def _array_elements(self, parts: list[Part], scripts: list[Script]) -> None:
         self.i += 1
         while True:
             self._skip_separators(comments=True)
@@ -773,17 +782,19 @@ class _Parser:
     def _try_arith(self, start: int) -> Word | None:
         """Arithmetic from ``start`` (after ``((``) to its ``))``; None if the parentheses say
         it is a subshell after all, as bash decides."""
+        if start in self.not_arithmetic:
+            return None
         saved = self.i
         self.i = start
         self._nested()
         try:
             scripts = self._balanced("(", ")", arithmetic=True)
         except BashSyntaxError:
-            self.i = saved
-            return None
+            scripts = None
         finally:
             self.depth -= 1
-        if not self.s.startswith(")", self.i):
+        if scripts is None or not self.s.startswith(")", self.i):
+            self.not_arithmetic.add(start)
             self.i = saved
             return None
         self.i += 1

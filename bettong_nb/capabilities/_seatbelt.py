@@ -109,6 +109,10 @@ def protected(pattern: str, cwd: str | None, home: str) -> bool:
     if segments is None:
         return False
     home_segments = tuple(s for s in home.split("/") if s)
+    if all(isinstance(_segment(s), str) for s in segments):  # a plain path, the common case
+        names = tuple(_segment(s) for s in segments)
+        return (len(names) == 0 or (len(names) == 1 and names[0] in TOP_LEVEL) or names == home_segments
+                or (len(names) == 2 and names[0] in ("home", "Users")))
     for place in ((), *((t,) for t in TOP_LEVEL), *_HOMES, home_segments):
         k = len(place)
         if len(segments) >= k and all(_matches(s, n) for s, n in zip(segments, place)) \

@@ -19,13 +19,14 @@ import os
 import pwd
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from ._bash import BashSyntaxError, Command, Compound, Function, Pipeline, Redirect, Script, Word, parse
 
 __all__ = ["Call", "Reading", "read", "program", "patterns", "gnu_args", "find_actions", "DOWNLOADERS"]
 
 MAX_NESTING = 8  # a string run by a string run by …: deeper is unreadable
+MAX_WRAPPERS = 32  # sudo env nohup timeout …: more in one command is unreadable
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "rbash", "lksh", "pdksh"})
 OTHER_SHELLS = frozenset({"fish", "csh", "tcsh", "nu", "elvish", "xonsh", "pwsh"})
@@ -52,8 +53,9 @@ class Call:
     forks: bool = False  # in a pipeline, in the background or in a subshell within that body
     conditional: bool = False  # behind an if, a case, a loop, && or || within that body
     placeholder: list[Word] | None = None  # what find's {} stands for, when it is every file
+    wrapped: int = 0  # how many wrappers (sudo, env, xargs, …) run it
 
-    @property
+    @cached_property
     def program(self) -> str | None:
         return program(self.argv[0]) if self.argv else None
 
@@ -296,11 +298,12 @@ class _Reader:
         self.forking[-1] += forks
         self.conditional[-1] += pipeline.conditional
         stdin_script = [self._reads_stdin_script(stage) for stage in pipeline.stages]
+        last_reader = max((n for n, reads in enumerate(stdin_script) if reads), default=-1)
         after = cwd
         for n, stage in enumerate(pipeline.stages):
             if n and (echoed := _echoed(pipeline.stages[n - 1])) is not None:
                 self.piped[id(stage)] = echoed
-            feeds_code = output_runs or any(stdin_script[n + 1:])
+            feeds_code = output_runs or n < last_reader  # a later stage runs what it reads
             after = self.node(stage, cwd, runs=runs, depth=depth, output_runs=feeds_code)
             if stdin_script[n] and n:
                 self._piped_script(pipeline.stages[n - 1], stage, cwd, runs=runs, depth=depth)
@@ -386,6 +389,8 @@ class _Reader:
         self._mentions(call, depth)
         if name is None:
             return
+        if call.wrapped > MAX_WRAPPERS:
+            raise BashSyntaxError("it wraps commands in too many others to check")
         self._inner(call, name, depth)
 
     def _inner(self, call: Call, name: str, depth: int) -> None:
@@ -438,7 +443,7 @@ class _Reader:
         base, origin = call.command.text, call.command.start
         end = len(base) if argv[-1] is call.command.words[-1] else argv[-1].start + len(argv[-1].text) - origin
         return Call(argv, base[argv[0].start - origin:end].strip(), call.command, call.cwd, runs=call.runs,
-                    output_runs=call.output_runs, placeholder=placeholder)
+                    output_runs=call.output_runs, placeholder=placeholder, wrapped=call.wrapped + 1)
 
     def _xargs(self, call: Call, operands: list[Word], depth: int) -> None:
         """xargs runs its operands with the words it reads appended: known when an echo feeds it."""
@@ -527,18 +532,20 @@ class _Reader:
                 self._parse_into(text, call.cwd, runs=False, depth=depth, output_runs=call.output_runs)
                 return
             text = " ".join(values)
-        if depth + 1 > MAX_NESTING:
-            self._unreadable(call, "commands nested too deeply in strings")
-            return
         self._parse_into(text, call.cwd, runs=call.runs, depth=depth + 1, output_runs=call.output_runs)
 
     def _parse_into(self, text: str, cwd, *, runs: bool, depth: int, output_runs: bool = False) -> None:
+        """Read a string a command runs. One that cannot be read is refused, as bash would run
+        its lines up to the one it cannot parse; one that is only guessed at is skipped."""
         if depth > MAX_NESTING:
+            if runs:
+                raise BashSyntaxError("it nests commands in strings too deeply to check")
             return
         try:
             script = parse(text)
         except BashSyntaxError as exc:
-            self._unreadable_text(runs, f"a command string it runs cannot be read ({exc})")
+            if runs:
+                raise BashSyntaxError(f"a command string it runs cannot be read: {exc}") from None
             return
         self.script(script, cwd, runs=runs, depth=depth, output_runs=output_runs)
 
