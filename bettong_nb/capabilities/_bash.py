@@ -60,6 +60,7 @@ class Redirect:
     op: str  # < > >> >| <> << <<- <<< <& >& &> &>>
     target: Word | None  # the file, descriptor or here-string; None for a here-document
     body: Word | None = None  # a here-document's text
+    text: str = ""  # as written
 
 
 @dataclass(eq=False)
@@ -81,6 +82,7 @@ class Compound:
     redirects: list[Redirect]
     text: str
     endless: bool = False  # for ((;;))
+    header: str = ""  # a for or select loop's first line: it assigns a variable
 
 
 @dataclass(eq=False)
@@ -104,6 +106,7 @@ class Pipeline:
 class Script:
     source: str
     pipelines: list[Pipeline] = field(default_factory=list)
+    evaluated: bool = False  # in arithmetic or ${…}: bash may evaluate its output as code
 
 
 _META = frozenset(" \t\n;&|()<>")
@@ -319,7 +322,7 @@ class _Parser:
             self._expect_word("done")
             return Compound(word, [condition, body], [], [], "")
         if word in ("for", "select"):
-            return self._for(word)
+            return self._for(word, start)
         if word == "case":
             return self._case()
         raise BashSyntaxError(f"unexpected {self.s[start:start + 10]!r}")
@@ -327,7 +330,7 @@ class _Parser:
     def _script_until(self, *stops: str) -> Script:
         return Script(self.s, self.list(frozenset(stops)))
 
-    def _for(self, kind: str) -> Compound:
+    def _for(self, kind: str, start: int) -> Compound:
         self._blanks()
         words: list[Word] = []
         endless = False
@@ -353,6 +356,7 @@ class _Parser:
                     if word is None:
                         raise BashSyntaxError(f"unexpected {self.s[self.i:self.i + 10]!r} in {kind}")
                     words.append(word)
+        header = self.s[start:self.i].strip()
         self._blanks()
         if self._peek() == ";":
             self.i += 1
@@ -365,7 +369,7 @@ class _Parser:
             self._expect_word("do")
             body = self._script_until("done")
             self._expect_word("done")
-        return Compound(kind, [body], words, [], "", endless=endless)
+        return Compound(kind, [body], words, [], "", endless=endless, header=header)
 
     def _case(self) -> Compound:
         self._blanks()
@@ -473,6 +477,7 @@ class _Parser:
         m = _REDIRECT.match(self.s, self.i)
         if not m:
             return None
+        start = self.i
         op = m.group().lstrip("0123456789")
         if op.startswith("{"):
             op = op[op.index("}") + 1:]
@@ -484,13 +489,13 @@ class _Parser:
                 raise BashSyntaxError("a here-document needs a delimiter")
             quoted = any(c in raw for c in "'\"\\")
             delimiter = re.sub(r"""\\(.)|['"]""", lambda q: q.group(1) or "", raw)
-            redirect = Redirect(op, None)
+            redirect = Redirect(op, None, text=self.s[start:self.i])
             self.pending.append((redirect, delimiter, op == "<<-", quoted))
             return redirect
         target = self.word()
         if target is None:
             raise BashSyntaxError(f"the redirection {op} has no target")
-        return Redirect(op, target)
+        return Redirect(op, target, text=self.s[start:self.i])
 
     def _newline(self) -> None:
         """Consume a newline, then the bodies of the here-documents begun on its line."""
@@ -726,15 +731,16 @@ class _Parser:
             self.i = i + 2
             scripts.append(self._until_paren())
             parts.append(("sub", "$(", quoted))
-        elif nxt == "[":  # $[ … ], the old arithmetic
-            self.i = i + 2
-            inner = self._balanced("[", "]")
-            scripts.extend(inner)
-            parts.append(("arith", None, quoted))
-        elif nxt == "{":
+        elif nxt and nxt in "[{":  # $[ … ], the old arithmetic, or ${ … }: subscripts, offsets are arithmetic
             self.i = i + 2
             body_start = self.i
-            scripts.extend(self._balanced("{", "}"))
+            inner = self._balanced(nxt, "]" if nxt == "[" else "}")
+            for script in inner:
+                script.evaluated = True
+            scripts.extend(inner)
+            if nxt == "[":
+                parts.append(("arith", None, quoted))
+                return
             body = s[body_start:self.i - 1]
             name = body if (_NAME.fullmatch(body) or body in _SPECIAL_PARAMS) else None
             parts.append(("var", name, quoted))
@@ -797,6 +803,8 @@ class _Parser:
             self.not_arithmetic.add(start)
             self.i = saved
             return None
+        for script in scripts:
+            script.evaluated = True
         self.i += 1
         text = self.s[start - 2:self.i]
         return Word(text, (("arith", None, False),), tuple(scripts), start - 2)

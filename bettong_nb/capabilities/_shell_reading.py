@@ -282,6 +282,7 @@ class _Reader:
         self.conditional: list[int] = [0]  # how many conditions deep, per function body
         self.downloaded: set[str] = set()  # files a download in this command wrote
         self.piped: dict[int, list[Word]] = {}  # words echoed into a pipeline stage, by the stage's id
+        self.run_strings: set[int] = set()  # ids of the words read as command strings
 
     # --- structure ---
 
@@ -327,8 +328,18 @@ class _Reader:
         self.forking[-1] += subshell
         if node.kind in ("while", "until") or node.endless:
             self.reading.loops.append(node)
+        # What the allowlist must see besides the commands: a loop's assignment (a value such as
+        # 'a[$(cmd)]' runs cmd when bash computes with it), and redirections.
+        for text in (node.header, " ".join(r.text for r in node.redirects)):
+            if text:
+                self.reading.calls.append(Call([], text, Command(text, [], [], []), cwd, runs=runs))
+        if node.kind == "[[" and any(w.scripts for w in node.words) and any(
+                w.text in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge") for w in node.words):
+            self._unreadable_text(runs, "bash evaluates what a command prints in an arithmetic comparison")
         for word in node.words:
             self._substitutions(word, cwd, runs=runs, depth=depth, output_runs=False)
+        if runs:
+            self._quoted_code(node.words)
         self._redirect_substitutions(node.redirects, cwd, runs=runs, depth=depth, interpreter=False)
         self.reading.redirects += [(r, cwd) for r in node.redirects]
         after = cwd
@@ -351,6 +362,8 @@ class _Reader:
     def _substitutions(self, word: Word, cwd, *, runs: bool, depth: int, output_runs: bool) -> None:
         self.forking[-1] += bool(word.scripts)
         for inner in word.scripts:
+            if inner.evaluated:  # 'a[$(cmd)]' printed into arithmetic runs cmd
+                self._unreadable_text(runs, "bash evaluates what a command prints in arithmetic or ${…}")
             self.script(inner, cwd, runs=runs, depth=depth, output_runs=output_runs)
         self.forking[-1] -= bool(word.scripts)
 
@@ -370,28 +383,46 @@ class _Reader:
             call.forks = self.forking[-1] > 0
             call.conditional = self.conditional[-1] > 0
         self.reading.calls.append(call)
-        name = call.program
-        interpreter = is_interpreter(name)
-        for n, word in enumerate(call.argv):
-            # the output of a substitution is run when it is the command itself, or any
-            # argument of an interpreter, eval or source (bash <(curl …), sh -c "$(curl …)")
-            executed = n == 0 or interpreter or name in ("eval", "source", ".")
-            self._substitutions(word, call.cwd, runs=call.runs, depth=depth, output_runs=executed)
-        if call.argv is call.command.words:  # the simple command itself, not a wrapper's inner call
-            for word in call.command.assigns:
-                self._substitutions(word, call.cwd, runs=call.runs, depth=depth, output_runs=False)
-            self._redirect_substitutions(call.command.redirects, call.cwd, runs=call.runs, depth=depth,
-                                         interpreter=interpreter)
-            self.reading.redirects += [(r, call.cwd) for r in call.command.redirects]
-            self._downloads_to(call)
+        base = call.argv is call.command.words  # the simple command itself, not what a wrapper runs
+        if base:
+            self._words_of(call, depth)
         if self._runs_downloaded(call):
             call.runs_download = True
+        if call.program is not None:
+            if call.wrapped > MAX_WRAPPERS:
+                raise BashSyntaxError("it wraps commands in too many others to check")
+            self._inner(call, call.program, depth)
+        if base and call.runs:
+            self._quoted_code([*call.argv, *call.command.assigns])
+
+    def _words_of(self, call: Call, depth: int) -> None:
+        """The substitutions, redirections and mentions in a simple command's words."""
+        inner = unwrap(call.argv)
+        name = program(inner[0]) if inner else None
+        interpreter = is_interpreter(name)
+        runs_text = {id(w) for w in inner} if interpreter or name in ("eval", "source", ".") else set()
+        for n, word in enumerate(call.argv):
+            # the output of a substitution is run when it is a command word, or an argument of
+            # an interpreter, eval or source (bash <(curl …), sudo sh -c "$(curl …)")
+            executed = n == 0 or (inner and word is inner[0]) or id(word) in runs_text
+            self._substitutions(word, call.cwd, runs=call.runs, depth=depth, output_runs=bool(executed))
+        for word in call.command.assigns:
+            self._substitutions(word, call.cwd, runs=call.runs, depth=depth, output_runs=False)
+        self._redirect_substitutions(call.command.redirects, call.cwd, runs=call.runs, depth=depth,
+                                     interpreter=interpreter)
+        self.reading.redirects += [(r, call.cwd) for r in call.command.redirects]
+        self._downloads_to(call)
         self._mentions(call, depth)
-        if name is None:
-            return
-        if call.wrapped > MAX_WRAPPERS:
-            raise BashSyntaxError("it wraps commands in too many others to check")
-        self._inner(call, name, depth)
+
+    def _quoted_code(self, words: list[Word]) -> None:
+        """Quoted text holding ``$(`` or a backtick, not run as a string here, can still be run
+        by bash later: a value such as 'a[$(cmd)]' runs cmd when arithmetic reads it."""
+        for word in words:
+            if word.quoted and id(word) not in self.run_strings:
+                literal = "".join(p[1] for p in word.parts if p[0] == "lit")
+                if "$(" in literal or "`" in literal:
+                    self.reading.unreadable.append("a quoted $( or backtick could be run by bash later")
+                    return
 
     def _inner(self, call: Call, name: str, depth: int) -> None:
         """The commands ``call`` runs for its program: wrappers, shells, eval and the like."""
@@ -524,6 +555,7 @@ class _Reader:
 
     def _string(self, call: Call, text: str | None, words: list[Word], depth: int) -> None:
         """A command string ``call`` runs: ``text``, or ``words`` joined with spaces."""
+        self.run_strings.update(id(w) for w in words)
         if text is None:
             values = [w.value for w in words]
             if any(v is None for v in values):
@@ -673,7 +705,9 @@ def find_actions(args: list[Word]) -> tuple[list[Word], list[tuple[int, int, boo
 
 def unwrap(argv: list[Word]) -> list[Word]:
     """The command a chain of wrappers runs: ``sudo -E env X=1 nohup bash -s`` is ``bash -s``."""
-    while argv and (name := program(argv[0])) in (*_WRAPPERS, "env"):
+    for _ in range(MAX_WRAPPERS + 1):
+        if not argv or (name := program(argv[0])) not in (*_WRAPPERS, "env"):
+            return argv
         short, long, before = _WRAPPERS.get(name, ("uCS", frozenset({"--unset", "--chdir"}), 0))
         options, operands = gnu_args(argv[1:], short, long, stop_at_operand=True)
         if any(o.split("=")[0] in _NOT_RUNNING.get(name, ()) for o in options):
@@ -682,7 +716,7 @@ def unwrap(argv: list[Word]) -> list[Word]:
         while operands and re.match(r"[A-Za-z_]\w*=", operands[0].value or ""):
             operands = operands[1:]
         argv = operands
-    return argv
+    return []  # wrapped too deeply to tell
 
 
 def _echoed(stage) -> list[Word] | None:
