@@ -4,7 +4,7 @@
 
 Where the OS allows it (Linux with ``unshare`` and user namespaces, which an unprivileged user
 usually has, and root too), the command runs in its own user, PID and mount namespaces, under a
-small ``bash`` that is PID 1 there: it sees a ``/proc`` of its own processes only — not the
+small init (GNU ``timeout`` with no limit) that is PID 1 there: it sees a ``/proc`` of its own processes only — not the
 kernel's, so not its ``environ``, ``cmdline`` or ``mem`` — and when bash returns, that init
 exits and the kernel kills everything left in the namespace, whatever it did to detach
 (``setsid``, ``nohup``, ``disown``, double forks, ``set -m``). Elsewhere every descendant is
@@ -41,11 +41,13 @@ __all__ = ["run", "isolation", "isolation_kind", "protect_process", "Output"]
 _TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
 _EOF_GRACE = 1.0  # how long to wait for the last output once everything is dead
 _MARKER = "BETTONG_SHELL_CALL"  # in the environment of every descendant, when not isolated
-# PID 1 of the namespace: runs bash as its child (so that `kill $$` works as usual, which it
-# would not for an init) and passes on its exit status; its exit ends the namespace. Its own
-# stderr goes nowhere, or it would report "Terminated" when the command kills itself (dash
-# does even then, on stdout, so this is bash).
-_INIT = 'exec 2>/dev/null; bash -c "$1" 2>&1; exit $?'
+# PID 1 of the namespace runs bash as its child, so that `kill $$` works as usual (the kernel
+# drops signals an init has no handler for), and passes on its exit status (128+N for signal
+# N); its exit ends the namespace. GNU timeout with no limit does that, and in the caller's
+# process group; else a bash whose own stderr goes nowhere, or it would report "Terminated"
+# (dash does even then, so not dash).
+_INITS = (["timeout", "--foreground", "0", "bash", "-c"],
+          ["bash", "-c", 'exec 2>/dev/null; bash -c "$1" 2>&1; exit $?', "init"])
 
 
 # --- isolation ------------------------------------------------------------------------------------
@@ -55,8 +57,8 @@ _probed: dict[str, list[str] | None] = {}
 
 
 def isolation() -> list[str] | None:
-    """The ``unshare`` prefix that runs a command in new namespaces here, or None. Probed once:
-    user + PID + mount namespaces, or, for root where user namespaces are off, PID + mount."""
+    """The argv that runs a command (appended to it) in new namespaces here, or None. Probed
+    once: user + PID + mount namespaces, or, for root where user namespaces are off, PID + mount."""
     with _probe_lock:
         if "prefix" not in _probed:
             _probed["prefix"] = _probe()
@@ -70,13 +72,13 @@ def _probe() -> list[str] | None:
     candidates = [["unshare", "--user", f"--map-user={os.getuid()}", f"--map-group={os.getgid()}", *common]]
     if os.geteuid() == 0:
         candidates.append(["unshare", *common])
-    for prefix in candidates:
+    for prefix in ([*namespaces, "--", *init] for namespaces in candidates for init in _INITS):
         try:
-            probe = subprocess.run([*prefix, "--", "bash", "-c", _INIT, "init", "exit 7"],
-                                   stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+            probe = subprocess.run([*prefix, "kill -TERM $$"], stdin=subprocess.DEVNULL, capture_output=True,
+                                   timeout=10)
         except (OSError, subprocess.SubprocessError):
             continue
-        if probe.returncode == 7:
+        if probe.returncode == 128 + signal.SIGTERM and not probe.stdout and not probe.stderr:
             return prefix
     return None
 
@@ -242,7 +244,7 @@ async def run(command: str, *, cwd: str, env: dict[str, str], timeout: float, li
     protect_process()
     prefix = isolation() if isolate else None
     tracker = None if prefix else _Tracker(env)
-    argv = [*prefix, "--", "bash", "-c", _INIT, "init", command] if prefix else ["bash", "-c", command]
+    argv = [*prefix, command] if prefix else ["bash", "-c", command]
     output = Output(limit)
     transport, proc = await asyncio.get_running_loop().subprocess_exec(
         lambda: _Command(output), *argv,
