@@ -40,7 +40,11 @@ including those that wrappers run for it (``sudo``, ``env``, ``xargs``, ``find -
   matched by one of them (``re.search`` on that command's text, so anchor with ``^`` and ``$``):
   ``git status; cat /etc/passwd`` is refused by ``allow=[r"^git (status|log|diff)\\b"]``, as
   are ``git log $(cat x)``, ``sudo git status`` (``sudo …`` must match too), ``bash -c "$x"``
-  (what it runs cannot be known) and ``curl … | sh``. ``allow=[]`` runs nothing. An allowed
+  (what it runs cannot be known) and ``curl … | sh``. A loop's header (``for f in a b``) and a
+  group's or loop's redirections (``{ …; } > f`` is matched as ``> f``) must match too, since a
+  loop variable holding ``a[$(cmd)]`` runs cmd when bash computes with it; for the same reason a
+  command substitution inside arithmetic or ``${…}``, and a quoted ``$(`` or backtick that is
+  not itself checked as a command string, are refused. ``allow=[]`` runs nothing. An allowed
   program can still do what it does: allowing ``find``, ``xargs`` or a shell allows what they run
   only if that matches too, but allowing ``python`` allows any Python.
 * ``deny``: ``(regex, reason)`` pairs, searched in the whole command and in each simple command
