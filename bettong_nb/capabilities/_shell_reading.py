@@ -268,6 +268,7 @@ _WRAPPERS: dict[str, tuple[str, frozenset, int]] = {
     "catchsegv": ("", frozenset(), 0),
     "valgrind": ("", frozenset(), 0),
     "flatpak-spawn": ("", frozenset(), 0),
+    "env": ("uCS", frozenset({"--unset", "--chdir", "--split-string"}), 0),
 }
 _SSH_VALUES = "BbcDEeFIiJLlmOopQRSWw"
 _NOT_RUNNING = {"command": ("-v", "-V"), "sudo": ("-e", "-l", "-v", "-K", "-V")}
@@ -345,8 +346,7 @@ class _Reader:
         after = cwd
         for n, body in enumerate(node.bodies):
             # only the first list of an if, while or until runs for sure
-            maybe = node.kind in ("if", "while", "until", "for", "select", "case") and (n > 0 or node.kind in (
-                "for", "select", "case"))
+            maybe = node.kind in ("for", "select", "case") or (node.kind in ("if", "while", "until") and n > 0)
             self.conditional[-1] += maybe
             after = self.script(body, after, runs=runs, depth=depth, output_runs=output_runs)
             self.conditional[-1] -= maybe
@@ -428,23 +428,20 @@ class _Reader:
         """The commands ``call`` runs for its program: wrappers, shells, eval and the like."""
         args = call.argv[1:]
         if name in _WRAPPERS:
-            short, long, before = _WRAPPERS[name]
-            options, operands = gnu_args(args, short, long, stop_at_operand=True)
-            if any(o.split("=")[0] in _NOT_RUNNING.get(name, ()) for o in options):
+            wrapped = _wrapped(name, args)
+            if wrapped is None:
                 return
-            if name == "sudo" and any(o in ("-s", "-i") for o in options) and operands:
-                self._string(call, None, operands, depth)
-                return
-            if name == "xargs":
+            options, operands = wrapped
+            if name == "sudo" and any(o in ("-s", "-i") for o in options):
+                if operands:
+                    self._string(call, None, operands, depth)
+            elif name == "env" and (split := [o for o in options if o.startswith(("-S", "--split-string"))]):
+                text = split[0][2:] if split[0].startswith("-S") else split[0].split("=", 1)[1]
+                self._string(call, " ".join([text, *(w.text for w in operands)]), [], depth)
+            elif name == "xargs":
                 self._xargs(call, operands, depth)
-                return
-            operands = operands[before:]
-            while name == "sudo" and operands and re.match(r"[A-Za-z_]\w*=", operands[0].text):
-                operands = operands[1:]
-            if operands:
+            elif operands:
                 self.call(self._sub_call(call, operands), depth)
-        elif name == "env":
-            self._env(call, args, depth)
         elif name in SHELLS or name in OTHER_SHELLS:
             self._shell(call, name, args, depth)
         elif name == "eval" and args:
@@ -486,18 +483,6 @@ class _Reader:
             inner.argv = [*operands, *extra]
             inner.text = " ".join([inner.text, *(w.text for w in extra)])
         self.call(inner, depth)
-
-    def _env(self, call: Call, args: list[Word], depth: int) -> None:
-        options, operands = gnu_args(args, "uCS", frozenset({"--unset", "--chdir", "--split-string"}),
-                                     stop_at_operand=True)
-        split = [o for o in options if o.startswith(("-S", "--split-string"))]
-        while operands and re.match(r"[A-Za-z_]\w*=", operands[0].value or ""):
-            operands = operands[1:]
-        if split:
-            text = split[0][2:] if split[0].startswith("-S") else split[0].split("=", 1)[1]
-            self._string(call, " ".join([text, *(w.text for w in operands)]), [], depth)
-        elif operands:
-            self.call(self._sub_call(call, operands), depth)
 
     def _shell(self, call: Call, name: str, args: list[Word], depth: int) -> None:
         source = _script_source(call.argv)
@@ -586,13 +571,10 @@ class _Reader:
         reads them too, since so many programs run their arguments (ssh, docker exec, …)."""
         if depth + 1 > MAX_NESTING:
             return
-        texts = []
-        for word in [*call.argv[1:], *(call.command.assigns if call.argv is call.command.words else [])]:
-            if word.quoted and re.search(r"[\s;&|<>()$`]", text := self._approximate(word, call.cwd)):
-                texts.append(text)
-        if call.argv is call.command.words:
-            texts += [self._approximate(r.body or r.target, call.cwd) for r in call.command.redirects
-                      if r.op in ("<<", "<<-", "<<<")]
+        texts = [text for word in [*call.argv[1:], *call.command.assigns]
+                 if word.quoted and re.search(r"[\s;&|<>()$`]", text := self._approximate(word, call.cwd))]
+        texts += [self._approximate(r.body or r.target, call.cwd) for r in call.command.redirects
+                  if r.op in ("<<", "<<-", "<<<")]
         for text in texts:
             try:
                 script = parse(text)
@@ -703,19 +685,25 @@ def find_actions(args: list[Word]) -> tuple[list[Word], list[tuple[int, int, boo
     return starts, actions
 
 
+def _wrapped(name: str, args: list[Word]) -> tuple[list[str], list[Word]] | None:
+    """A wrapper's options and the command it runs; None when its options say it runs none."""
+    short, long, before = _WRAPPERS[name]
+    options, operands = gnu_args(args, short, long, stop_at_operand=True)
+    if any(o.split("=")[0] in _NOT_RUNNING.get(name, ()) for o in options):
+        return None
+    operands = operands[before:]
+    while name in ("sudo", "env") and operands and re.match(r"[A-Za-z_]\w*=", operands[0].value or ""):
+        operands = operands[1:]  # VAR=value before the command
+    return options, operands
+
+
 def unwrap(argv: list[Word]) -> list[Word]:
     """The command a chain of wrappers runs: ``sudo -E env X=1 nohup bash -s`` is ``bash -s``."""
     for _ in range(MAX_WRAPPERS + 1):
-        if not argv or (name := program(argv[0])) not in (*_WRAPPERS, "env"):
+        if not argv or (name := program(argv[0])) not in _WRAPPERS:
             return argv
-        short, long, before = _WRAPPERS.get(name, ("uCS", frozenset({"--unset", "--chdir"}), 0))
-        options, operands = gnu_args(argv[1:], short, long, stop_at_operand=True)
-        if any(o.split("=")[0] in _NOT_RUNNING.get(name, ()) for o in options):
-            return []
-        operands = operands[before:]
-        while operands and re.match(r"[A-Za-z_]\w*=", operands[0].value or ""):
-            operands = operands[1:]
-        argv = operands
+        wrapped = _wrapped(name, argv[1:])
+        argv = wrapped[1] if wrapped else []
     return []  # wrapped too deeply to tell
 
 
