@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import ctypes
 import os
 import signal
 import subprocess
@@ -96,6 +95,8 @@ def protect_process() -> bool:
     """Mark this process non-dumpable (Linux), once; True if it is."""
     global _protected
     if not _protected and sys.platform.startswith("linux"):
+        import ctypes  # only here: it costs about 8 ms to import
+
         try:
             _protected = ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE
         except (OSError, AttributeError):
