@@ -4,10 +4,10 @@
 
 Where the OS allows it (Linux with ``unshare`` and user namespaces, which an unprivileged user
 usually has, and root too), the command runs in its own user, PID and mount namespaces, under a
-small init (GNU ``timeout`` with no limit) that is PID 1 there: it sees a ``/proc`` of its own processes only — not the
-kernel's, so not its ``environ``, ``cmdline`` or ``mem`` — and when bash returns, that init
-exits and the kernel kills everything left in the namespace, whatever it did to detach
-(``setsid``, ``nohup``, ``disown``, double forks, ``set -m``). Elsewhere every descendant is
+small init (GNU ``timeout`` with no limit) that is PID 1 there: it sees a ``/proc`` of its own
+processes only — not the kernel's, so not its ``environ``, ``cmdline`` or ``mem`` — and when
+bash returns, that init exits and the kernel kills everything left in the namespace, whatever
+it did to detach (``setsid``, ``nohup``, ``disown``, double forks, ``set -m``). Elsewhere every descendant is
 tracked by its session, its parent chain and a marker in its environment, in a walk of /proc
 repeated until no new one appears, killing each as it is found.
 
@@ -30,7 +30,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 
 from .. import secrets
@@ -243,6 +242,8 @@ async def run(command: str, *, cwd: str, env: dict[str, str], timeout: float, li
               isolate: bool = True) -> tuple[bool, int, str]:
     """Run ``command`` in bash; ``(finished in time, exit code as bash reports it, output)``."""
     protect_process()
+    if isolate and "prefix" not in _probed:  # the first time: probe without blocking the loop
+        await asyncio.get_running_loop().run_in_executor(None, isolation)
     prefix = isolation() if isolate else None
     tracker = None if prefix else _Tracker(env)
     argv = [*prefix, command] if prefix else ["bash", "-c", command]
@@ -312,7 +313,6 @@ class _Tracker:
         for _ in range(rounds):
             if not self.signal_all(signal.SIGKILL):
                 return
-            time.sleep(0.001)
 
     def signal_all(self, sig: int) -> bool:
         """One walk of /proc, signalling every live member found; False if there was none."""
