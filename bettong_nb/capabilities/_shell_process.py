@@ -261,13 +261,12 @@ async def run(command: str, *, cwd: str, env: dict[str, str], timeout: float, li
         finished = await _within(proc.exited, timeout)
         # whatever is left now is a background job or the overrunning command
         left = _signal_group(pgid, signal.SIGTERM)
-        if tracker:
-            left = tracker.signal_all(signal.SIGTERM) or left
-        if left:
+        escaped = tracker is not None and tracker.signal_all(signal.SIGTERM)
+        if left or escaped:  # else nothing is alive that could start anything more
             await _within(asyncio.gather(proc.exited, proc.closed), _TERM_GRACE)
             _signal_group(pgid, signal.SIGKILL)
-        if tracker:
-            tracker.kill_all()
+            if tracker:
+                tracker.kill_all()
         await _within(proc.closed, _EOF_GRACE)
         await _within(proc.exited, _EOF_GRACE)
     except BaseException:  # cancelled: no grace
@@ -301,12 +300,14 @@ class _Tracker:
         self.needle = f"{_MARKER}={self.token}".encode()
         self.sid = 0
         self.since = 0
+        self.first_pid = 0
         self.family: set[int] = set()
 
     def started(self, pid: int) -> None:
         self.sid = pid
         self.family.add(pid)
         self.since = _start_time(pid) or 0
+        self.first_pid = pid
 
     def kill_all(self, rounds: int = 200) -> None:
         """Walk /proc, killing each member as it is found, until a walk finds none alive."""
@@ -317,7 +318,7 @@ class _Tracker:
     def signal_all(self, sig: int) -> bool:
         """One walk of /proc, signalling every live member found; False if there was none."""
         found = False
-        for pid, ppid, session, state in _processes(self.since):
+        for pid, ppid, session, state in _processes(self.since, self.first_pid):
             if pid == os.getpid() or state in "ZX":
                 continue
             if session == self.sid or ppid in self.family or pid in self.family or self._marked(pid):
@@ -345,15 +346,18 @@ def _start_time(pid: int) -> int | None:
         return None
 
 
-def _processes(since: int):
+def _processes(since: int, first_pid: int):
     """``(pid, ppid, session, state)`` of the processes started at or after ``since`` (clock
-    ticks after boot)."""
+    ticks after boot) by ``first_pid`` or later: pids grow until they wrap around, so unless
+    the last one given out is below ``first_pid`` only the pids from it up need reading."""
     try:
         names = os.listdir("/proc")
-    except OSError:
+        with open("/proc/sys/kernel/ns_last_pid") as f:
+            lowest = first_pid if int(f.read()) >= first_pid else 0
+    except (OSError, ValueError):
         return
     for name in names:
-        if not name.isdigit():
+        if not name.isdigit() or int(name) < lowest:
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as f:
