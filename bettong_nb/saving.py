@@ -180,9 +180,10 @@ def document(target: Any) -> dict:
 
 
 def _secret_values(target: Any) -> list[str]:
-    """What the session's provider and capabilities hold, and what agents in this process held."""
+    """What the session's provider and capabilities hold (redact() adds what agents in this
+    process held)."""
     holders = [] if isinstance(target, RunResult) else [target.provider, *target.options.capabilities]
-    return [*secrets.values_held_by(holders), *secrets.held()]
+    return secrets.values_held_by(holders)
 
 
 def _redacted(value: Any, extra: list[str], context: contextvars.Context) -> Any:

@@ -47,7 +47,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 from urllib.parse import quote, quote_plus
 
 __all__ = ["REDACTED", "MIN_SECRET_LENGTH", "is_credential_name", "credential_values",
-           "stripped_env", "redact", "revealed", "redacting", "values_held_by", "hold", "held"]
+           "stripped_env", "redact", "redaction_spans", "revealed", "redacting", "values_held_by", "hold", "held"]
 
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8  # shorter values would shred ordinary output
@@ -97,7 +97,7 @@ def hold(values: Iterable[str | None]) -> None:
 
 
 def held() -> list[str]:
-    """The values :func:`hold` was given."""
+    """The values :func:`hold` was given; :func:`redact` always hides them too."""
     return list(_held)
 
 
@@ -124,11 +124,9 @@ def redact(text: str, *, extra: Iterable[str | None] = ()) -> tuple[str, int]:
     """
     if not text or not _enabled.get():
         return text, 0
-    values = frozenset(v for v in [*credential_values(), *extra]
-                       if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_LENGTH)
     plain = text.isascii()  # then byte positions are character positions
     data = text.encode() if plain else text.encode("utf-8", "surrogatepass")
-    spans = _matcher(values).spans(data)
+    spans = _matcher(_values(extra)).spans(data)
     if not spans:
         return text, 0
     source, marker = (text, REDACTED) if plain else (data, REDACTED.encode())
@@ -138,6 +136,34 @@ def redact(text: str, *, extra: Iterable[str | None] = ()) -> tuple[str, int]:
         pos = end
     out.append(source[pos:])
     return ("".join(out) if plain else b"".join(out).decode("utf-8", "surrogatepass")), len(spans)
+
+
+def redaction_spans(text: str, *, extra: Iterable[str | None] = ()) -> list[tuple[int, int]]:
+    """The ``(start, end)`` character spans :func:`redact` replaces in ``text``, in order: for
+    code that cuts a text and must not cut a secret in two (the shell's head and tail)."""
+    if not text or not _enabled.get():
+        return []
+    if text.isascii():
+        return _matcher(_values(extra)).spans(text.encode())
+    data = text.encode("utf-8", "surrogatepass")
+    out, chars, at = [], 0, 0
+    for start, end in _matcher(_values(extra)).spans(data):
+        # characters are the bytes that do not continue a UTF-8 sequence
+        first = chars + len(data[at:start].translate(None, _CONTINUATION))
+        chars = first + len(data[start:end].translate(None, _CONTINUATION))
+        out.append((first, chars))
+        at = end
+    return out
+
+
+_CONTINUATION = bytes(range(0x80, 0xC0))
+
+
+def _values(extra: Iterable[str | None]) -> frozenset[str]:
+    # What agents of this process hold (their keys) counts everywhere: a tool that cuts its own
+    # output (the shell) must not cut through the provider's key either.
+    return frozenset(v for v in [*credential_values(), *_held, *extra]
+                     if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_LENGTH)
 
 
 # --- the forms of a value -----------------------------------------------------------------------

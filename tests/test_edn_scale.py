@@ -284,7 +284,7 @@ def test_a_regular_expression_token_is_not_a_catastrophe():
         TOKEN.match(text)
         with pytest.raises(EdnSyntaxError):
             edn.loads("[" + text)
-        assert time.perf_counter() - started < 2
+        assert time.perf_counter() - started < 10  # a catastrophic pattern would take minutes
 
 
 # --- the package -----------------------------------------------------------------------------------

@@ -1,12 +1,18 @@
-"""The shell capability: the seatbelt's corpora, then real bash runs."""
+"""The shell capability: the policy's corpora (the seatbelt, the splitter, the allowlist), then
+real bash runs: processes that must not outlive a call, secrets a command must not reach, output."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import random
 import re
+import string
+import subprocess
+import sys
+import textwrap
 import time
 import tracemalloc
 import uuid
@@ -15,7 +21,10 @@ from pathlib import Path
 import pytest
 
 import bettong_nb
-from bettong_nb.capabilities.shell import DEFAULT_DENY, Shell, _Output, shell
+from bettong_nb import secrets
+from bettong_nb.capabilities._shell_process import Output as _Output
+from bettong_nb.capabilities._shell_reading import read
+from bettong_nb.capabilities.shell import DEFAULT_DENY, Shell, isolation, shell
 from bettong_nb.capability import invoke, registry, schemas
 from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 from support.tools import model_reads
@@ -23,6 +32,10 @@ from support.tools import model_reads
 CORPORA = Path(__file__).parent / "corpora"
 REFUSED = json.loads((CORPORA / "shell_refused.json").read_text())
 ALLOWED = json.loads((CORPORA / "shell_allowed.json").read_text())
+SPLIT = json.loads((CORPORA / "shell_split.json").read_text())
+UNREADABLE = json.loads((CORPORA / "shell_unreadable.json").read_text())
+ALLOWLIST = json.loads((CORPORA / "shell_allowlist.json").read_text())
+HOME = os.path.expanduser("~")
 
 
 def run(cap: Shell, command, **args) -> str:
@@ -70,19 +83,105 @@ def reference_truncate(text: str, limit: int) -> str:
 
 # --- the seatbelt: policy only, nothing runs ----------------------------------------------------
 
-@pytest.mark.parametrize("case", REFUSED, ids=[c["command"] for c in REFUSED])
+def ids(cases, key="command"):
+    return [repr(c[key])[:80] for c in cases]
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=ids(REFUSED))
 def test_catastrophic_commands_are_refused(case):
-    assert shell().refusal(case["command"]) == case["reason"]
+    assert shell().refusal(case["command"].replace("<HOME>", HOME)) == case["reason"]
 
 
-@pytest.mark.parametrize("case", ALLOWED, ids=[c["command"] for c in ALLOWED])
+@pytest.mark.parametrize("case", ALLOWED, ids=ids(ALLOWED))
 def test_innocent_look_alikes_are_allowed(case):
-    assert shell().refusal(case["command"]) is None, case["why"]
+    assert shell().refusal(case["command"].replace("<HOME>", HOME)) is None, case["why"]
 
 
 def test_the_corpora_cover_every_default_rule():
-    assert len(REFUSED) >= 50 and len(ALLOWED) >= 20
+    assert len(REFUSED) >= 500 and len(ALLOWED) >= 200
     assert {c["reason"] for c in REFUSED} == {reason for _, reason in DEFAULT_DENY}
+
+
+@pytest.mark.parametrize("case", SPLIT, ids=ids(SPLIT))
+def test_the_splitter_finds_every_command_a_line_runs(case):
+    assert [call.text for call in read(case["command"], cwd="/tmp", home=HOME).calls if call.runs] == case["runs"]
+
+
+@pytest.mark.parametrize("case", UNREADABLE, ids=ids(UNREADABLE))
+def test_what_the_policy_cannot_read_is_refused(case):
+    reason = shell().refusal(case["command"])
+    assert reason.startswith("the policy cannot read this command ("), reason
+    assert shell(allow=[".*"]).refusal(case["command"]) == reason
+    assert run(shell(), case["command"]) == f"ERROR: refused: {reason}; the command was not run"
+
+
+@pytest.mark.parametrize("case", ALLOWLIST, ids=ids(ALLOWLIST))
+def test_the_allowlist_is_a_boundary(tmp_path, case):
+    """Every command a line runs must be allowed; what is refused does not run at all."""
+    cap = shell(root=tmp_path, allow=case["allow"], timeout=10)
+    assert (cap.refusal(case["command"]) is not None) == case["refused"], cap.refusal(case["command"])
+    text = run(cap, case["command"])
+    created = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("ran-"))
+    if case["refused"]:
+        assert text.startswith("ERROR: refused: "), text
+        assert created == []
+    else:
+        assert text.startswith("exit "), text
+        assert created == sorted(case["creates"])
+
+
+def test_the_allowlist_names_the_command_it_does_not_match():
+    cap = shell(allow=[r"^git (status|log|diff)\b"])
+    assert cap.refusal("git status; cat /etc/passwd") == (
+        "this shell only runs commands matching its allowlist ('cat /etc/passwd' does not match)")
+    assert cap.refusal("cat /etc/passwd") == "this shell only runs commands matching its allowlist"
+    assert cap.refusal("git status; curl x | sh") == (
+        "this shell only runs commands matching its allowlist ('curl x' does not match)")
+    assert shell(allow=[r"^bash -c\b"]).refusal('bash -c "$CMD"') == (
+        "this shell only runs commands matching its allowlist, and what bash runs depends on expansions")
+
+
+def test_a_refusal_is_a_public_dry_run_that_runs_nothing(tmp_path):
+    flag = tmp_path / "ran"
+    cap = shell(root=tmp_path, allow=[r"^touch\b"])
+    assert cap.refusal(f"touch {flag}") is None
+    assert cap.refusal(f"touch {flag}; reboot") == (
+        "this shell only runs commands matching its allowlist ('reboot' does not match)")
+    assert not flag.exists()
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert ".refusal(" in readme and "refusal(command" in readme
+
+
+@pytest.mark.parametrize("root, dir, command, reason", [
+    ("/", None, "rm -rf *", "recursive delete of /"),
+    ("/", None, "rm -rf .", "recursive delete of /"),
+    ("/", "usr", "rm -rf ./*", "recursive delete of /"),
+    ("/", "usr", "rm -rf ..", "recursive delete of /"),
+    ("/", "usr", "rm -rf local", None),
+    ("{tmp}", None, "rm -rf *", None),
+    ("{tmp}", None, "rm -rf " + "../" * 40, "recursive delete of /"),
+    ("{tmp}", None, "cd / && rm -rf *", "recursive delete of /"),
+    ("{tmp}", None, "cd /tmp && rm -rf *", None),
+    ("{tmp}", None, "cd \"$HOME\" && rm -rf *", "recursive delete of /"),
+    ("{tmp}", None, "cd $UNKNOWN && rm -rf *", None),
+    ("{tmp}", None, "chmod 777 .", None),
+    ("/etc", None, "chmod 777 .", "making / world-writable"),
+    ("/dev", None, "cat img > sda", "writing straight to a device"),
+])
+def test_relative_paths_are_read_from_the_directory_the_command_runs_in(tmp_path, root, dir, command, reason):
+    assert shell(root=root.format(tmp=tmp_path)).refusal(command, dir=dir) == reason
+
+
+def test_the_home_directory_is_protected_however_it_is_written(monkeypatch, tmp_path):
+    home = tmp_path / "people" / "alice"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    cap = shell()
+    for spelling in [str(home), f"{home}/", f"{home}/.", f"{home}/*", "~", "~/", "$HOME", "${HOME}", '"$HOME"/*',
+                     f"{tmp_path}/people/alice/../alice", "~/.*"]:
+        assert cap.refusal(f"rm -rf {spelling}") == "recursive delete of /", spelling
+    assert cap.refusal(f"rm -rf {tmp_path}/people") is None
+    assert cap.refusal("rm -rf ~/build") is None
 
 
 def test_a_refusal_reaches_the_model_and_nothing_runs(tmp_path):
@@ -142,17 +241,49 @@ def test_bad_options_fail_when_the_capability_is_built(options, message):
         shell(**options)
 
 
-@pytest.mark.parametrize("command", [
-    "sudo -u " * 60 + "x",  # exponential if flag values were ambiguous
-    "f(){ " * 4000,
-    "rm " * 4000,
-    "dd " * 4000,
-    "'" * 20000,
-], ids=["sudo-flags", "nested-functions", "many-rm", "many-dd", "quotes"])
+LONG = {
+    "sudo-flags": "sudo -u " * 60 + "x",  # exponential if flag values were ambiguous
+    "nested-functions": "f(){ " * 4000,
+    "many-rm": "rm " * 4000,
+    "many-dd": "dd " * 4000,
+    "quotes": "'" * 20000,
+    "nested-substitutions": "$(" * 5000,
+    "nested-parameters": "${" * 5000,
+    "nested-arithmetic": "echo $(( " * 3000,  # exponential if (( were retried as a subshell each time
+    "nested-arrays": "x=(" * 3000,
+    "nested-subshells": "(" * 3000 + "a" + ")" * 3000,
+    "backticks": "`" * 5001,
+    "a long pipeline": "a | " * 3000 + "a",
+    "many commands": "a;" * 3000,
+    "many wrappers": "sudo " * 5000 + "rm -rf /",
+    "many operands": "rm -rf " + "a " * 20000 + "/",
+    "many quoted arguments": "echo " + "'a b' " * 2000,
+    "many dot-dots": "rm -rf /" + "../" * 20000,
+    "many globs": "rm -rf " + "/*" * 2000,
+    "huge braces": "rm -rf /" + "{a,b}" * 30 + " /{1..100000000}",
+    "a long here-document": "cat <<EOF\n" + "line $(x)\n" * 2000 + "EOF",
+    "many functions": "".join(f"f{i}(){{ f{i + 1}|f{i + 1}& }};" for i in range(1000)),
+    "many finds": "find / " + "-name a -o " * 3000 + "-delete",
+}
+
+
+@pytest.mark.parametrize("command", LONG.values(), ids=LONG.keys())
 def test_a_long_command_is_checked_quickly(command):
+    # Not a speed measurement (python -m bench is): a guard against work that grows
+    # exponentially with the input, which would take minutes here, not seconds.
     started = time.perf_counter()
-    shell().refusal(command)
-    assert time.perf_counter() - started < 1.0
+    reason = shell().refusal(command)
+    assert reason is None or isinstance(reason, str)
+    assert time.perf_counter() - started < 10.0
+
+
+def test_random_text_never_breaks_the_policy():
+    rng = random.Random(11)
+    alphabet = list("ab /*~$`'\"\\(){}[]<>|&;#!=\n\t-") + ["$(", "${", "<<", "EOF", "((", "))", "if ", "fi", "rm -rf /"]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 40)))
+        reason = shell().refusal(text)
+        assert reason is None or isinstance(reason, str), text
 
 
 # --- the capability ------------------------------------------------------------------------------
@@ -283,9 +414,148 @@ def test_secret_named_variables_are_stripped_from_the_child(monkeypatch):
     env = direct(shell(), "env")
     assert "FOO_TOKEN" not in env
     assert "BETTONG_PLAIN=visible" in env and "PATH=" in env and "HOME=" in env
-    assert "FOO_TOKEN=tok-1234567890" in direct(shell(strip_secrets=False), "env")
-    # and what does reach the model is still redacted by invoke
+    with secrets.revealed():  # the tool redacts its own output before cutting it
+        assert "FOO_TOKEN=tok-1234567890" in direct(shell(strip_secrets=False), "env")
+    assert "tok-1234567890" not in direct(shell(strip_secrets=False), "env")
     assert "tok-1234567890" not in run(shell(strip_secrets=False), "env")
+
+
+# A "kernel" started with secrets in its environment runs these through the shell tool, with
+# redaction off, and prints what came back: the only defence tested is that the command
+# cannot read them. {pid} is the kernel's pid, {needle} the start of the API key.
+PROC_PROBES = {
+    "ppid environ": "tr '\\0' '\\n' < /proc/$PPID/environ",
+    "pid environ": "cat /proc/{pid}/environ",
+    "pid cmdline": "cat /proc/{pid}/cmdline",
+    "self/..": "cat /proc/self/../{pid}/environ /proc/self/../$PPID/environ",
+    "init environ": "cat /proc/1/environ",
+    "every environ, base64": ("for p in /proc/[0-9]*; do cat $p/environ $p/cmdline; done 2>/dev/null"
+                              " | tr '\\0' '\\n' | grep -a -e KEY -e PASSWORD | base64 -w0"),
+    "every environ, hex": ("cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -a -e KEY -e PASSWORD"
+                           " | od -An -tx1 | tr -d ' \\n'"),
+    "ancestors, base64": ("p=$$; while [ \"$p\" -gt 1 ]; do cat /proc/$p/environ; "
+                          "p=$(cut -d' ' -f4 /proc/$p/stat); done 2>/dev/null | tr '\\0' '\\n' | grep -a -e KEY"
+                          " -e PASSWORD | base64 -w0"),
+    "mem": "python3 - {pid} {needle} <<'PY'\n" + textwrap.dedent("""\
+        import sys
+        pid, needle, hits = sys.argv[1], sys.argv[2].encode(), 0
+        try:
+            regions = open(f"/proc/{pid}/maps").read().splitlines()
+            mem = open(f"/proc/{pid}/mem", "rb", 0)
+        except OSError as e:
+            sys.exit(print("unreadable", e.errno))
+        for line in regions:
+            start, end = (int(x, 16) for x in line.split()[0].split("-"))
+            try:
+                mem.seek(start)
+                hits += mem.read(end - start).count(needle)
+            except (OSError, ValueError, OverflowError):
+                pass
+        print("hits", hits)
+        """) + "PY",
+}
+# Run only inside namespaces: as root beside the kernel it would unmount the machine's /proc.
+UNMOUNT_PROBE = {"after umount, base64": (
+    "umount /proc 2>/dev/null || umount -l /proc 2>/dev/null; cat /proc/[0-9]*/environ 2>/dev/null"
+    " | tr '\\0' '\\n' | grep -a -e KEY -e PASSWORD | base64 -w0")}
+KERNEL = """
+import asyncio, json, os, sys
+from bettong_nb import secrets
+from bettong_nb.capabilities.shell import shell
+
+async def main():
+    cap = shell(isolate=sys.argv[1] == "1", timeout=30)
+    probes = json.loads(sys.argv[2])
+    with secrets.revealed():
+        return {name: await cap.run_shell(command.replace("{pid}", str(os.getpid())).replace("{needle}", sys.argv[3]))
+                for name, command in probes.items()}
+
+print(json.dumps(asyncio.run(main())))
+"""
+
+
+def _kernel_sees(isolate: bool, secret_values: dict[str, str]) -> dict[str, str]:
+    env = {**os.environ, **secret_values, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    needle = secret_values["DEEPSEEK_API_KEY"][:20]
+    probes = {**PROC_PROBES, **(UNMOUNT_PROBE if isolate and isolation() != "none" else {})}
+    done = subprocess.run([sys.executable, "-c", KERNEL, "1" if isolate else "0", json.dumps(probes), needle],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _decodings(text: str) -> list[bytes]:
+    """The output as it is, and decoded as base64 and as hex where it reads as such."""
+    body = text.split("\n", 1)[-1].strip()
+    out = [text.encode()]
+    for decode in (lambda b: base64.b64decode(b + "=" * (-len(b) % 4)), bytes.fromhex):
+        try:
+            out.append(decode(body))
+        except ValueError:
+            pass
+    return out
+
+
+def _leaks(seen: dict[str, str], values: list[str]) -> dict[str, str]:
+    return {name: text[:200] for name, text in seen.items()
+            if any(v.encode() in form for v in values for form in _decodings(text))
+            or re.search(r"^hits [1-9]", text.split("\n", 1)[-1])}
+
+
+def test_a_command_cannot_read_the_kernels_secrets_from_proc():
+    rng = random.SystemRandom()
+    values = {"DEEPSEEK_API_KEY": "sk-" + "".join(rng.choices(string.ascii_letters + string.digits, k=40)),
+              "MY_PASSWORD": "pw-" + "".join(rng.choices(string.ascii_letters + string.digits, k=24))}
+    kind = isolation()
+    isolated = _kernel_sees(True, values)
+    assert all(text.startswith("exit ") for text in isolated.values()), isolated
+    leaks = _leaks(isolated, list(values.values()))
+    if kind == "namespaces":
+        assert leaks == {}
+    elif kind == "pid namespace":  # root without user namespaces: only unmounting /proc reaches them
+        assert set(leaks) <= {"after umount, base64", "mem"}
+    # beside the kernel, root reads anything; another user is stopped by the non-dumpable mark
+    beside = _leaks(_kernel_sees(False, values), list(values.values()))
+    if os.geteuid() == 0:
+        assert {"ppid environ", "pid environ", "every environ, base64", "every environ, hex", "mem"} <= set(beside)
+    else:
+        assert not {"ppid environ", "pid environ", "mem"} & set(beside)
+
+
+def test_the_python_process_is_marked_non_dumpable():
+    """Its /proc entries then belong to root: another process of a non-root user cannot read them."""
+    program = ("import asyncio, ctypes, sys\nfrom bettong_nb.capabilities.shell import shell\n"
+               "libc = ctypes.CDLL(None)\nbefore = libc.prctl(3, 0, 0, 0, 0)\n"  # PR_GET_DUMPABLE
+               "asyncio.run(shell().run_shell('true'))\nprint(before, libc.prctl(3, 0, 0, 0, 0))")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert done.stdout.split() == ["1", "0"], done.stderr
+
+
+@pytest.mark.parametrize("where", ["head", "tail"])
+@pytest.mark.parametrize("small", [True, False], ids=["all-kept", "streamed"])
+@pytest.mark.parametrize("encode", ["plain", "base64"])
+def test_a_secret_astride_the_cut_is_redacted_whole(monkeypatch, tmp_path, where, small, encode):
+    secret = "QZ" + "".join(random.choices(string.ascii_uppercase + string.digits, k=38))
+    monkeypatch.setenv("BETTONG_TEST_TOKEN", secret)  # a credential-named value: the shell strips it
+    shown = base64.b64encode(secret.encode()).decode() if encode == "base64" else secret
+    (tmp_path / "secret").write_text(shown)
+    limit = 400
+    after = 2000 if small else 30000  # the streamed case keeps only a head and a tail
+    redacted = 0
+    for offset in range(1, len(shown), 3):  # the secret starts `offset` characters before the cut
+        if where == "head":
+            before = limit // 4 - offset
+        else:
+            before = 2 * limit + after - (limit - limit // 4) - len(shown) + offset
+        command = (f"head -c {before} /dev/zero | tr '\\0' .; cat secret; "
+                   f"head -c {after if where == 'head' else 2 * limit + after - before - len(shown)} /dev/zero"
+                   " | tr '\\0' .")
+        text = direct(shell(root=tmp_path, max_output=limit), command)
+        assert "characters truncated" in text
+        assert not any(shown[i:i + 4] in text for i in range(len(shown) - 3)), (offset, text)
+        redacted += "[redacted]" in text  # shown whole, unless the cut drops all of it
+    assert redacted >= len(range(1, len(shown), 3)) // 2
 
 
 def test_truncated_output_keeps_a_quarter_head_and_the_tail():
@@ -389,16 +659,66 @@ def test_background_jobs_end_when_the_command_returns():
     assert settled_alive(mark) == []
 
 
-def test_only_a_process_that_detaches_itself_outlives_the_call():
+# Every way a job can leave its parent's process group, session or tree; {m} is the marker.
+DETACHED = [
+    "set -m; sleep {m} &",
+    "setsid sleep {m} &",
+    "setsid -f sleep {m}",
+    "nohup sleep {m} > /dev/null 2>&1 &",
+    "(sleep {m} &)",
+    "( (setsid sleep {m} &) &)",
+    "sleep {m} & disown",
+    "bash -c 'sleep {m} & disown' &",
+    "sh -c 'setsid sleep {m} < /dev/null > /dev/null 2>&1 &'",
+    "exec > /dev/null 2>&1; setsid sleep {m} &",
+    "(trap '' TERM HUP; exec setsid sleep {m}) &",
+    "setsid bash -c 'trap \"\" TERM; sleep {m}' &",
+    "set -m; (setsid nohup sleep {m} &) ; disown -a",
+]
+MODES = [pytest.param(True, id="isolated"), pytest.param(False, id="not-isolated")]
+
+
+@pytest.mark.parametrize("isolate", MODES)
+@pytest.mark.parametrize("job", DETACHED)
+def test_no_job_outlives_the_call_however_it_detaches(job, isolate):
     mark = marker()
     started = time.monotonic()
-    try:
-        assert run(shell(timeout=30), f"setsid sleep {mark} & sleep 0.2; echo started") == "exit 0\nstarted"
-        assert time.monotonic() - started < 5, "a detached process holding the pipe must not keep the call waiting"
-        assert len(alive(mark)) == 1
-    finally:
-        for line in alive(mark):
-            os.kill(int(line.split(":")[0]), 9)
+    text = run(shell(timeout=30, isolate=isolate), job.format(m=mark) + "\nsleep 0.1; echo returned")
+    assert text.startswith("exit 0"), text
+    assert time.monotonic() - started < 5, "a detached process holding the pipe must not keep the call waiting"
+    assert settled_alive(mark) == []
+
+
+@pytest.mark.parametrize("isolate", MODES)
+@pytest.mark.parametrize("job", DETACHED[:7])
+def test_no_job_outlives_a_timeout_however_it_detaches(job, isolate):
+    mark = marker()
+    text = run(shell(timeout=0.3, isolate=isolate), job.format(m=mark) + f"\necho waiting; sleep {mark}9")
+    assert text.startswith("ERROR: command timed out after 0.3 s and was killed"), text
+    assert settled_alive(mark) == []
+
+
+@pytest.mark.parametrize("isolate", MODES)
+def test_a_job_that_forks_as_it_is_killed_is_killed_too(isolate):
+    mark = marker()
+    command = f"for i in 1 2 3 4 5 6 7 8; do (while :; do setsid sleep {mark} & sleep 0.01; done) & done; sleep 0.2"
+    assert run(shell(timeout=30, isolate=isolate), command) == "exit 0\n(no output)"
+    assert settled_alive(mark) == []
+
+
+def test_isolation_says_what_applies_and_the_instructions_tell_the_model():
+    kind = isolation()
+    assert kind in ("namespaces", "pid namespace", "none")
+    if kind == "none":
+        assert "not isolated" in shell().instructions
+        return
+    assert "own process namespace" in shell().instructions
+    assert "not isolated" in shell(isolate=False).instructions
+    # only the command's own processes are visible; the Python process is not among them
+    pids = run(shell(), "ls /proc | grep -E '^[0-9]+$'").split("\n")[1:]
+    assert str(os.getpid()) not in pids and len(pids) < 10
+    assert run(shell(), "echo $PPID") in ("exit 0\n0", "exit 0\n1")
+    assert str(os.getpid()) in run(shell(isolate=False), "echo $PPID")
 
 
 def test_a_cancelled_call_kills_the_command():
@@ -418,11 +738,11 @@ def test_a_cancelled_call_kills_the_command():
 def test_the_handler_does_not_block_the_event_loop():
     async def both():
         cap = shell()
-        return await asyncio.gather(cap.run_shell("sleep 0.4; echo a"), cap.run_shell("sleep 0.4; echo b"))
+        return await asyncio.gather(cap.run_shell("sleep 1; echo a"), cap.run_shell("sleep 1; echo b"))
 
     started = time.monotonic()
     assert asyncio.run(both()) == ["exit 0\na", "exit 0\nb"]
-    assert time.monotonic() - started < 0.75
+    assert time.monotonic() - started < 1.8  # one after the other would take 2 s
 
 
 def test_options_are_carried_into_the_tool(tmp_path):

@@ -1,129 +1,98 @@
 """The shell capability: one tool, ``run_shell``, that runs a bash command.
 
     agent = bettong_nb.openai(capabilities=[shell(root="/work/project", timeout=60)])
+    shell(allow=[r"^git (status|log|diff)\\b"]).refusal("git status; cat /etc/passwd")
+    # 'this shell only runs commands matching its allowlist ("cat /etc/passwd" does not match)'
 
 The result is ``exit N`` on the first line and the combined stdout/stderr after it; a
 non-zero exit is a result, not an error. stdin is closed (``/dev/null``), so ``cat`` returns
-at once. Output is trimmed, then cut to ``max_output`` characters (the first quarter and the
-rest from the end, with a note of how much was cut), and it is read in bounded memory: a
-command that prints gigabytes is drained until it finishes or times out, keeping only the
-head and a ring-buffer tail.
+at once. Output is trimmed, redacted, then cut to ``max_output`` characters (the first quarter
+and the rest from the end, with a note of how much was cut) — redacted *before* it is cut, so
+a secret astride the cut is redacted whole. It is read in bounded memory: a command that
+prints gigabytes is drained until it finishes or times out, keeping only a head and a tail.
 
-Every command runs in its own process group. When the command returns, or when it overruns
-``timeout`` seconds, the group gets SIGTERM, then SIGKILL after a short grace, so background
-jobs (``cmd &``) never outlive the call; only a program that detaches itself (``setsid``)
-survives. With ``strip_secrets`` (the default) credential-named variables are removed from
-the child's environment. ``root`` confines only the starting directory, not what the command
-can reach.
+**Processes.** Where the OS allows it (Linux with ``unshare`` and user namespaces, as an
+ordinary user or as root), each command runs in its own user, PID and mount namespaces
+(``isolate=True``, the default): it sees only its own processes in ``/proc``, so it cannot
+read the Python process's (or any ancestor's) ``environ``, ``cmdline`` or ``mem``, where
+credentials stripped from its own environment still sit; and when bash returns or overruns
+``timeout``, everything it started dies with the namespace, however it detached (``setsid``,
+``nohup``, ``disown``, double forks, ``set -m``). The price: ``ps`` shows only the command's
+own processes, it cannot signal others, setuid programs (``sudo``) gain nothing, and as root
+it is root only inside the namespace (it cannot mount, load modules, bind ports below 1024 or
+act on files of users other than root). ``isolate=False`` runs commands beside the kernel:
+every descendant is then tracked by its session, parent and a marker in its environment, and
+killed. Without namespaces (macOS, containers that forbid ``unshare``, ``isolate=False``) a
+command *can* read the environment of the kernel's ancestors and, as root, of the kernel; the
+Python process is marked non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``), which stops a command
+of the same non-root user from reading its ``/proc`` entries (measured) but not root.
+:func:`isolation` says which applies here, and the capability's instructions tell the model.
+With ``strip_secrets`` (the default) credential-named variables are removed from the child's
+environment. ``root`` confines only the starting directory, not what the command can reach.
 
-The refusal policy is a seatbelt, not a sandbox. It searches the command *text* for a few
-catastrophic mistakes (:data:`DEFAULT_DENY`): recursive deletes or ``chmod``/``chown -R`` of
-``/``, ``~`` and the top-level system directories, ``mkfs`` on a device, ``dd`` or
-redirections onto a disk, ``shutdown``/``reboot``, fork bombs and ``curl | sh``. Anything
-clever — ``eval``, variables, base64 — walks past it; a real boundary needs ``allow``, a
-list of regexes of which at least one must be found in a command for it to run
-(``allow=[]`` runs nothing). ``deny`` adds ``(regex, reason)`` pairs, checked before the
-defaults.
+**Policy.** Each command is parsed as bash (quotes, escapes, ``$(…)``, backticks, ``<(…)``,
+here-documents, subshells, groups, loops, functions, …) into the simple commands it runs,
+including those that wrappers run for it (``sudo``, ``env``, ``xargs``, ``find -exec``,
+``nohup``, ``timeout``, …) and the strings that ``bash -c``, ``eval``, ``su -c``, ``ssh host``,
+``watch`` and ``trap`` run. What the parser cannot read with confidence is refused.
 
-Because the rules read the text, a dangerous command inside quotes is refused too:
-``echo "rm -rf /"`` is a known false positive, kept because ``bash -c "rm -rf /"`` and
-``ssh host 'rm -rf /'`` look the same. The machine-state words (``shutdown``, ``reboot``,
-``poweroff``, ``halt``) are refused only where a command starts — at the beginning, after
-``; & | ( { $(`` or a newline, at an opening quote, or behind ``sudo``/``env``/``nohup`` and
-the like — so ``grep shutdown log.txt`` runs, while ``git commit -m "reboot fix"`` does not.
-``dd of=/dev/null`` and the other pseudo-devices are allowed.
+* ``allow``: a list of regexes; a command runs only if **every** simple command in it is
+  matched by one of them (``re.search`` on that command's text, so anchor with ``^`` and ``$``):
+  ``git status; cat /etc/passwd`` is refused by ``allow=[r"^git (status|log|diff)\\b"]``, as
+  are ``git log $(cat x)``, ``sudo git status`` (``sudo …`` must match too), ``bash -c "$x"``
+  (what it runs cannot be known) and ``curl … | sh``. A loop's header (``for f in a b``) and a
+  group's or loop's redirections (``{ …; } > f`` is matched as ``> f``) must match too, since a
+  loop variable holding ``a[$(cmd)]`` runs cmd when bash computes with it; for the same reason a
+  command substitution inside arithmetic or ``${…}``, and a quoted ``$(`` or backtick that is
+  not itself checked as a command string, are refused. ``allow=[]`` runs nothing. An allowed
+  program can still do what it does: allowing ``find``, ``xargs`` or a shell allows what they run
+  only if that matches too, but allowing ``python`` allows any Python.
+* ``deny``: ``(regex, reason)`` pairs, searched in the whole command and in each simple command
+  in it (``^rm\\b`` also refuses ``ls; sudo rm x``); checked before the defaults.
+* The defaults (:data:`DEFAULT_DENY`, a seatbelt, not a sandbox) refuse a few catastrophic
+  mistakes, whatever the spelling: recursive deletes of ``/``, ``~``, a home or top-level system
+  directory, or everything in one (``rm -rf /usr/../usr``, ``//``, ``/*/``, ``/?*``, ``/{bin,usr}``,
+  ``$HOME``, ``--no-preserve-root``, ``find / -delete``, ``cd / && rm -rf *``); ``mkfs*``,
+  ``wipefs`` and the like on a device; writing to a disk device (``dd of=``, redirections,
+  ``tee``, ``cp`` onto ``/dev/sd*``, ``/dev/nvme*``, ``/dev/disk/by-id/…``, ``/dev/mapper/…``);
+  ``shutdown``/``reboot``/``halt``/``systemctl poweroff``/``kill -9 -1``/``/proc/sysrq-trigger``;
+  fork bombs (a function that runs itself in a pipeline, the background or a subshell, whatever
+  its name; an endless loop of background jobs); running a download (``curl … | sh``,
+  ``bash <(curl …)``, ``sh -c "$(curl …)"``, ``curl -o x.sh … && sh x.sh``); ``chmod`` making
+  those directories world-writable, and recursive ``chmod``/``chown``/``chgrp`` of them.
+  Variables other than ``HOME``, functions that take their targets as arguments, ``eval`` of
+  computed text, base64, and programs that act through their own languages (``python -c``)
+  walk past it. A quoted argument that reads like a command line is checked as one too, since
+  ``ssh``, ``docker exec`` and so many others run theirs: ``echo "rm -rf /"`` is refused, a known
+  false positive.
+
+Test a policy with :meth:`Shell.refusal` without running anything.
 """
 
 from __future__ import annotations
 
-import asyncio
-import codecs
 import os
 import re
-import signal
-import subprocess
 from dataclasses import dataclass, field
 from typing import Iterable, Pattern
 
 from .. import secrets
 from ..capability import Tool
+from ._bash import BashSyntaxError
+from ._seatbelt import DEFAULT_DENY, refused
+from ._shell_process import isolation_kind, run
+from ._shell_reading import read
 
-__all__ = ["Shell", "shell", "DEFAULT_DENY"]
+__all__ = ["Shell", "shell", "DEFAULT_DENY", "isolation"]
 
-_TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL for the command's process group
-_EOF_GRACE = 1.0  # how long to wait for the last output once the group is dead
-
-# --- the seatbelt -----------------------------------------------------------------------------
-
-# The arguments of the command just matched: the rest of one simple command, read no further
-# than 500 characters so that checking a long command stays linear.
-_ARGS = r"[^|;&\n]{0,500}"
-# `/`, `~`, $HOME or a top-level system directory, optionally with `/` or `/*`, as a whole word.
-_TOP = (
-    r"""["']?(?:/(?:(?:bin|boot|dev|etc|home|lib|lib32|lib64|libx32|opt|proc|root|run|sbin"""
-    r"""|srv|sys|usr|var)\b)?|~|\$HOME\b|\$\{HOME\})["']?/*\*?["']?(?=\s|$|[;&|)])"""
-)
-_TARGETS_TOP = rf"(?={_ARGS}\s{_TOP})"
-# A command word, not part of a longer word, a path or an option such as `docker run --rm`.
-_WORD = r"(?<![\w.-])"
-_DISK = r"/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|md\d|dm-\d|mapper/|loop\d|nbd\d)"
-# Where a command starts, then the wrappers that run the next word as a command (`sudo -u root`,
-# `env X=1`, `timeout 5`). A flag's value is never one of the words the rule looks for, so the
-# wrappers have one reading, and the atomic group keeps a long command from backtracking.
-_STOPPERS = r"(?:shutdown|reboot|poweroff|halt|systemctl|init|telinit)(?![\w.-])"
-_COMMAND_START = (
-    r"""(?:^|[;&|(){}`\n"']|\$\()\s*+(?>(?:"""
-    r"(?:sudo|doas|exec|nohup|command|builtin|env|time|nice|ionice|xargs|eval|watch|timeout|then|do|else|!)"
-    rf"(?:\s++-\S++(?:\s++(?!{_STOPPERS}|-)\S++)?)*+\s++|\w+=\S*+\s++|\d+(?:\.\d+)?[smhd]?\s++)*)"
-    r"(?:\\|(?:/[\w.-]+)*/)?"
-)
-_SHELL = r"(?:ba|z|k|c|tc|da|fi|a)?sh\b"
+_ALLOWLIST = "this shell only runs commands matching its allowlist"
 
 
-def _rule(pattern: str, reason: str, flags: int = re.IGNORECASE) -> tuple[Pattern[str], str]:
-    return re.compile(pattern, flags), reason
-
-
-DEFAULT_DENY: tuple[tuple[Pattern[str], str], ...] = (
-    _rule(
-        rf"{_WORD}rm(?={_ARGS}\s(?:-[a-z]*r[a-z]*|--recursive|--no-preserve-root)(?=\s|$)){_TARGETS_TOP}"
-        rf"|{_WORD}rm\s{_ARGS}--no-preserve-root",
-        "recursive delete of /",
-    ),
-    _rule(rf"{_WORD}(?:mkfs(?:\.\w+)?|mke2fs|mkswap|wipefs)\s{_ARGS}/dev/", "formatting a filesystem"),
-    _rule(
-        rf"{_WORD}dd\s{_ARGS}\bof=[\"']?/dev/(?!(?:null|zero|full|random|urandom|stdout|stderr|tty)\b|fd/|pts/|shm/)"
-        rf"|>\|?\s*[\"']?{_DISK}"
-        rf"|{_WORD}(?:tee|shred)\s{_ARGS}{_DISK}"
-        rf"|{_WORD}(?:cp|mv|install|pv)\s{_ARGS}\s[\"']?{_DISK}\w*[\"']?\s*(?=$|[;&|)])",
-        "writing straight to a device",
-    ),
-    _rule(
-        rf"{_COMMAND_START}(?:(?:shutdown|reboot|poweroff|halt)(?![\w.-])"
-        rf"|systemctl(?:\s+-\S+)*\s+(?:poweroff|reboot|halt|kexec)(?![\w.-])|(?:tel)?init\s+[06](?![\w.-]))",
-        "shutting the machine down",
-    ),
-    _rule(
-        r"(?<!\w)(?P<f>:|\w++)\s*+\(\)\s*+\{[^}]{0,100}?(?P=f)\s*[|&]\s*(?P=f)[^}]{0,100}\}\s*;?\s*(?P=f)",
-        "a fork bomb",
-        flags=0,
-    ),
-    _rule(
-        rf"{_WORD}(?:curl|wget)\s{_ARGS}\|\s*(?:sudo(?:\s+-\S+)*\s+)?(?:env\s+(?:\w+=\S*\s+)*)?(?:/[\w.-]+)*/?{_SHELL}"
-        rf"|(?:\b{_SHELL}(?:\s+-\S+)*|\bsource|(?<![\w.])\.)\s+<\(\s*(?:curl|wget)\b"
-        rf"|(?:\b{_SHELL}\s+-c|\beval)\s+[\"']?\$\(\s*(?:curl|wget)\b",
-        "piping a download into a shell",
-    ),
-    _rule(
-        rf"{_WORD}chmod(?={_ARGS}\s(?:[0-7]?[0-7]{{2}}[2367]|[ugoa]*[oa][ugoa]*[+=][rwxXst]*w[rwxXst]*)(?=\s))"
-        rf"{_TARGETS_TOP}",
-        "making / world-writable",
-    ),
-    _rule(
-        rf"{_WORD}ch(?:mod|own|grp)(?={_ARGS}\s(?:(?-i:-[a-zA-Z]*R[a-zA-Z]*)|--recursive)(?=\s)){_TARGETS_TOP}",
-        "recursively changing the permissions or owner of /",
-    ),
-)
+def isolation() -> str:
+    """How commands are kept apart from this process here: ``"namespaces"`` (user, PID and
+    mount), ``"pid namespace"`` (root where user namespaces are off: a root command could
+    unmount its /proc and see the host's) or ``"none"``."""
+    return isolation_kind()
 
 
 def _compile_deny(deny: Iterable) -> tuple[tuple[Pattern[str], str], ...]:
@@ -143,102 +112,6 @@ def _compile(regex: str | Pattern[str], option: str) -> Pattern[str]:
         raise ValueError(f"{option} regex {regex!r} does not compile: {exc}") from None
 
 
-# --- bounded output ---------------------------------------------------------------------------
-
-def _cut_marker(cut: int) -> str:
-    return f"\n... [{cut} characters truncated] ...\n"
-
-
-class _Clip:
-    """A string of any length kept as its first ``limit // 4`` and last remaining characters."""
-
-    def __init__(self, limit: int):
-        self.limit, self.head_size, self.tail_size = limit, limit // 4, limit - limit // 4
-        self.head, self.tail, self.total = "", "", 0
-
-    def add(self, text: str) -> None:
-        if len(self.head) < self.head_size:
-            self.head += text[: self.head_size - len(self.head)]
-        self.tail = text[-self.tail_size :] if len(text) >= self.tail_size else (self.tail + text)[-self.tail_size :]
-        self.total += len(text)
-
-    def extend(self, other: _Clip) -> None:
-        if other.total <= other.limit:
-            self.add(other.value())
-            return
-        # other's middle is gone, but its head and tail hold all this clip can still need
-        self.head += other.head[: self.head_size - len(self.head)]
-        self.tail = other.tail
-        self.total += other.total
-
-    def value(self) -> str:
-        if self.total <= len(self.tail):
-            return self.tail
-        if self.total <= self.limit:
-            return self.head + self.tail[len(self.tail) - (self.total - len(self.head)) :]
-        return self.head + _cut_marker(self.total - self.limit) + self.tail
-
-
-class _Output:
-    """Trims and truncates the output as it streams in: ``truncate(out.strip(), limit)``."""
-
-    def __init__(self, limit: int):
-        self._limit = limit
-        self._decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
-        self._text = _Clip(limit)  # everything up to the last non-whitespace character
-        self._blank = _Clip(limit)  # the whitespace after it: trimmed unless more text follows
-
-    def feed(self, data: bytes, final: bool = False) -> None:
-        text = self._decode(data, final)
-        if not self._text.total:
-            text = text.lstrip()
-        body = text.rstrip()
-        if body:
-            self._text.extend(self._blank)
-            self._blank = _Clip(self._limit)
-            self._text.add(body)
-        self._blank.add(text[len(body) :])
-
-    def value(self) -> str:
-        self.feed(b"", final=True)
-        return self._text.value()
-
-
-class _Command(asyncio.SubprocessProtocol):
-    def __init__(self, output: _Output):
-        loop = asyncio.get_running_loop()
-        self.output = output
-        self.exited = loop.create_future()
-        self.closed = loop.create_future()  # stdout reached EOF: nobody holds the pipe any more
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        self.output.feed(data)
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if not self.closed.done():
-            self.closed.set_result(None)
-
-    def process_exited(self) -> None:
-        if not self.exited.done():
-            self.exited.set_result(None)
-
-
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Signal a process group; False when nothing is left in it."""
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except ProcessLookupError:
-        return False
-
-
-async def _within(future: asyncio.Future, seconds: float) -> bool:
-    done, _ = await asyncio.wait({future}, timeout=seconds)
-    return bool(done)
-
-
-# --- the capability ---------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class Shell:
     """Runs bash commands for the model; build it with :func:`shell`."""
@@ -250,6 +123,7 @@ class Shell:
     deny: tuple = ()
     deny_defaults: bool = True
     allow: tuple | None = None
+    isolate: bool = True
     id: str = field(default="shell", init=False)
     _deny: tuple = field(init=False, repr=False, compare=False)
     _allow: tuple | None = field(init=False, repr=False, compare=False)
@@ -265,24 +139,30 @@ class Shell:
         allow = None if self.allow is None else tuple(self.allow)
         object.__setattr__(self, "deny", deny)
         object.__setattr__(self, "allow", allow)
-        object.__setattr__(self, "_deny", _compile_deny(deny) + (DEFAULT_DENY if self.deny_defaults else ()))
+        object.__setattr__(self, "_deny", _compile_deny(deny))
         object.__setattr__(self, "_allow", None if allow is None else tuple(_compile(r, "allow") for r in allow))
 
     @property
     def instructions(self) -> str:
         parts = [
             "Shell commands run non-interactively in bash with stdin closed, so never run anything "
-            f"that waits for input. A command is killed after {self.timeout:g} s, and its background "
-            "jobs end when it returns."
+            f"that waits for input. A command is killed after {self.timeout:g} s, and everything it "
+            "starts, background jobs included, ends when it returns."
         ]
+        kind = isolation_kind() if self.isolate else "none"
+        if kind == "none":
+            parts.append("Commands are not isolated from the other processes on this machine.")
+        else:
+            parts.append("Each command runs in its own process namespace: ps shows only its own processes.")
         if self.deny_defaults:
             parts.append(
                 "A seatbelt (not a sandbox) refuses a few catastrophic commands such as rm -rf /, mkfs, "
-                'shutdown and curl | sh. It reads the command text, so even quoted text like echo "rm -rf /" '
+                'shutdown and curl | sh. It also reads quoted text, so even echo "rm -rf /" '
                 "is refused; do not work around a refusal."
             )
         if self._allow is not None:
-            parts.append("This shell only runs commands matching its allowlist.")
+            parts.append("This shell only runs commands matching its allowlist: every command in a "
+                         "pipeline, list or substitution must match.")
         return " ".join(parts)
 
     @property
@@ -306,11 +186,38 @@ class Shell:
             )
         ]
 
-    def refusal(self, command: str) -> str | None:
-        """Why the policy refuses ``command``, or None when it may run."""
-        if self._allow is not None and not any(p.search(command) for p in self._allow):
-            return "this shell only runs commands matching its allowlist"
-        return next((reason for pattern, reason in self._deny if pattern.search(command)), None)
+    def refusal(self, command: str, *, dir: str | None = None) -> str | None:
+        """Why the policy refuses ``command`` (run from ``dir``), or None when it may run.
+        Nothing is run: use it to test an allow/deny policy.
+
+            shell(allow=[r"^ls\\b"]).refusal("ls && reboot")
+            # 'this shell only runs commands matching its allowlist ("reboot" does not match)'
+        """
+        if self._allow is None and not self._deny and not self.deny_defaults:
+            return None
+        try:
+            reading = read(command, cwd=self._policy_dir(dir), home=os.path.expanduser("~"))
+        except BashSyntaxError as exc:
+            if self._allow is None and not self.deny_defaults:  # the user's regexes can still read it
+                return next((reason for pattern, reason in self._deny if pattern.search(command)), None)
+            return f"the policy cannot read this command ({exc}), so it does not run it"
+        if self._allow is not None:
+            for call in reading.calls:
+                if call.runs and not any(p.search(call.text) for p in self._allow):
+                    if call.text.strip() == command.strip():
+                        return _ALLOWLIST
+                    return f"{_ALLOWLIST} ({call.text!r} does not match)"
+            if reading.unreadable:
+                return f"{_ALLOWLIST}, and {reading.unreadable[0]}"
+        texts = [command, *(call.text for call in reading.calls)]
+        for pattern, reason in self._deny:
+            if any(pattern.search(text) for text in texts):
+                return reason
+        return refused(reading) if self.deny_defaults else None
+
+    def _policy_dir(self, dir: str | None) -> str | None:
+        base = os.getcwd() if self.root is None else self.root
+        return os.path.realpath(os.path.join(base, "." if dir is None else str(dir)))
 
     def start_dir(self, dir: str | None = None) -> str:
         """The real path a command starts in: ``dir`` under the root, which it may not leave."""
@@ -332,36 +239,16 @@ class Shell:
         command = "" if command is None else str(command)
         if not command.strip():
             raise ValueError("command must not be blank")
-        if (reason := self.refusal(command)) is not None:
+        if dir is not None and not str(dir).strip():
+            raise ValueError("dir must not be blank")
+        if (reason := self.refusal(command, dir=dir)) is not None:
             raise PermissionError(f"refused: {reason}; the command was not run")
         cwd = self.start_dir(dir)
-        output = _Output(self.max_output)
-        transport, proc = await asyncio.get_running_loop().subprocess_exec(
-            lambda: _Command(output),
-            "bash", "-c", command,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            cwd=cwd, env=secrets.stripped_env() if self.strip_secrets else None,
-            start_new_session=True,  # its own process group, so one killpg reaches every child
-        )
-        pgid = transport.get_pid()
-        try:
-            finished = await _within(proc.exited, self.timeout)
-            # whatever is left in the group now is a background job or the overrunning command
-            if _signal_group(pgid, signal.SIGTERM):
-                await _within(asyncio.gather(proc.exited, proc.closed), _TERM_GRACE)
-                _signal_group(pgid, signal.SIGKILL)
-            await _within(proc.closed, _EOF_GRACE)  # a detached process may still hold the pipe
-            await _within(proc.exited, _EOF_GRACE)
-        except BaseException:  # cancelled: no grace
-            _signal_group(pgid, signal.SIGKILL)
-            raise
-        finally:
-            transport.close()
-        text = output.value()
+        env = secrets.stripped_env() if self.strip_secrets else dict(os.environ)
+        finished, code, text = await run(command, cwd=cwd, env=env, timeout=self.timeout,
+                                         limit=self.max_output, isolate=self.isolate)
         if not finished:
             raise TimeoutError(f"command timed out after {self.timeout:g} s and was killed\n{text}")
-        code = transport.get_returncode()
-        code = 128 - code if code < 0 else code  # killed by signal N reads as 128+N, as bash reports it
         return f"exit {code}\n{text or '(no output)'}"
 
 
@@ -374,15 +261,18 @@ def shell(
     deny: Iterable[tuple[str | Pattern[str], str | None]] = (),
     deny_defaults: bool = True,
     allow: Iterable[str | Pattern[str]] | None = None,
+    isolate: bool = True,
 ) -> Shell:
     """A capability with one tool, ``run_shell(command, dir?)``.
 
         shell()                                        # any command, from the current directory
         shell(root="proj", timeout=30)                 # starts in proj; dir may not leave it
-        shell(allow=[r"^git (status|log|diff)\\b"])      # only these commands run
+        shell(allow=[r"^git (status|log|diff)\\b"])      # only these commands run, every one of them
         shell(deny=[(r"\\bgit push\\b", "pushing is for humans")])
+        shell(isolate=False)                           # no namespaces: ps and kill see the machine
 
     The refusals are a seatbelt against accidents, not a sandbox: see the module docstring.
+    ``shell(...).refusal(command)`` says whether a command would be refused, and why.
     """
     return Shell(
         root=None if root is None else os.fspath(root),
@@ -392,4 +282,5 @@ def shell(
         deny=deny,
         deny_defaults=deny_defaults,
         allow=allow,
+        isolate=isolate,
     )

@@ -1,0 +1,368 @@
+"""Running one bash command for the shell capability, so that nothing it starts outlives it.
+
+    finished, code, text = await run("make test", cwd="/work", env=env, timeout=60, limit=20000)
+
+Where the OS allows it (Linux with ``unshare`` and user namespaces, which an unprivileged user
+usually has, and root too), the command runs in its own user, PID and mount namespaces, under a
+small init (GNU ``timeout`` with no limit) that is PID 1 there: it sees a ``/proc`` of its own
+processes only — not the kernel's, so not its ``environ``, ``cmdline`` or ``mem`` — and when
+bash returns, that init exits and the kernel kills everything left in the namespace, whatever
+it did to detach (``setsid``, ``nohup``, ``disown``, double forks, ``set -m``). Elsewhere every descendant is
+tracked by its session, its parent chain and a marker in its environment, in a walk of /proc
+repeated until no new one appears, killing each as it is found.
+
+The Python process itself is marked non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): processes of
+the same (non-root) user can no longer read its memory or environment, measured here: a child
+reading ``/proc/$PPID/environ`` got "Permission denied" (root still can, with CAP_SYS_PTRACE).
+The price: debuggers (gdb, py-spy) need root to attach to it, and it cannot read its own
+``/proc/self/environ``.
+
+Output is read in bounded memory (a head and a tail with a margin around each cut), redacted,
+and only then cut, so a secret astride a cut is redacted whole rather than shown in part.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+
+from .. import secrets
+
+__all__ = ["run", "isolation", "isolation_kind", "protect_process", "Output"]
+
+_TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
+_EOF_GRACE = 1.0  # how long to wait for the last output once everything is dead
+_MARKER = "BETTONG_SHELL_CALL"  # in the environment of every descendant, when not isolated
+# PID 1 of the namespace runs bash as its child, so that `kill $$` works as usual (the kernel
+# drops signals an init has no handler for), and passes on its exit status (128+N for signal
+# N); its exit ends the namespace. GNU timeout with no limit does that, and in the caller's
+# process group; else a bash whose own stderr goes nowhere, or it would report "Terminated"
+# (dash does even then, so not dash).
+_INITS = (["timeout", "--foreground", "0", "bash", "-c"],
+          ["bash", "-c", 'exec 2>/dev/null; bash -c "$1" 2>&1; exit $?', "init"])
+
+
+# --- isolation ------------------------------------------------------------------------------------
+
+_probe_lock = threading.Lock()
+_probed: dict[str, list[str] | None] = {}
+
+
+def isolation() -> list[str] | None:
+    """The argv that runs a command (appended to it) in new namespaces here, or None. Probed
+    once: user + PID + mount namespaces, or, for root where user namespaces are off, PID + mount."""
+    with _probe_lock:
+        if "prefix" not in _probed:
+            _probed["prefix"] = _probe()
+        return _probed["prefix"]
+
+
+def _probe() -> list[str] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    common = ["--pid", "--mount-proc", "--fork", "--kill-child"]
+    candidates = [["unshare", "--user", f"--map-user={os.getuid()}", f"--map-group={os.getgid()}", *common]]
+    if os.geteuid() == 0:
+        candidates.append(["unshare", *common])
+    for prefix in ([*namespaces, "--", *init] for namespaces in candidates for init in _INITS):
+        try:
+            probe = subprocess.run([*prefix, "kill -TERM $$"], stdin=subprocess.DEVNULL, capture_output=True,
+                                   timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if probe.returncode == 128 + signal.SIGTERM and not probe.stdout and not probe.stderr:
+            return prefix
+    return None
+
+
+def isolation_kind() -> str:
+    """``"namespaces"``, ``"pid namespace"`` (root without user namespaces) or ``"none"``."""
+    prefix = isolation()
+    return "none" if prefix is None else "namespaces" if "--user" in prefix else "pid namespace"
+
+
+_protected = False
+
+
+def protect_process() -> bool:
+    """Mark this process non-dumpable (Linux), once; True if it is."""
+    global _protected
+    if not _protected and sys.platform.startswith("linux"):
+        import ctypes  # only here: it costs about 8 ms to import
+
+        try:
+            _protected = ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE
+        except (OSError, AttributeError):
+            _protected = False
+    return _protected
+
+
+# --- bounded, redacted output -----------------------------------------------------------------------
+
+def _cut_marker(cut: int) -> str:
+    return f"\n... [{cut} characters truncated] ...\n"
+
+
+class _Clip:
+    """A string of any length kept as its first ``head_keep`` and last ``tail_keep`` characters."""
+
+    def __init__(self, head_keep: int, tail_keep: int):
+        self.head_keep, self.tail_keep = head_keep, tail_keep
+        self.head, self.tail, self.total = "", "", 0
+
+    def add(self, text: str) -> None:
+        if len(self.head) < self.head_keep:
+            self.head += text[: self.head_keep - len(self.head)]
+        if len(text) >= self.tail_keep:
+            self.tail = text[-self.tail_keep:]
+        else:
+            self.tail = (self.tail + text)[-self.tail_keep:]
+        self.total += len(text)
+
+    def whole(self) -> str | None:
+        """All of it, when the head and tail still hold all of it."""
+        if self.total <= len(self.head):
+            return self.head
+        if self.total <= self.head_keep + self.tail_keep:
+            return self.head + self.tail[len(self.tail) - (self.total - len(self.head)):]
+        return None
+
+    def extend(self, other: _Clip) -> None:
+        whole = other.whole()
+        if whole is not None:
+            self.add(whole)
+            return
+        # other's middle is gone, but its head and tail hold all this clip can still need
+        self.head += other.head[: self.head_keep - len(self.head)]
+        self.tail = other.tail
+        self.total += other.total
+
+
+def _margin() -> int:
+    """Room kept beyond each cut: more than the longest spelling of any secret value (a
+    value twice JSON-escaped, folded a character a line, is under 48 times its length)."""
+    return max([4096, *(48 * len(v) for v in secrets.credential_values())])
+
+
+class Output:
+    """Trims, redacts and truncates the output as it streams in:
+    ``truncate(redact(out.strip()), limit)``, read in memory bounded by ``limit`` plus margins."""
+
+    def __init__(self, limit: int, margin: int | None = None):
+        self._limit = limit
+        self._margin = _margin() if margin is None else margin
+        self._decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
+        self._text = self._clip()  # everything up to the last non-whitespace character
+        self._blank = self._clip()  # the whitespace after it: trimmed unless more text follows
+
+    def _clip(self) -> _Clip:
+        head = self._limit // 4
+        return _Clip(head + self._margin, self._limit - head + self._margin)
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        text = self._decode(data, final)
+        if not self._text.total:
+            text = text.lstrip()
+        body = text.rstrip()
+        if body:
+            self._text.extend(self._blank)
+            self._blank = self._clip()
+            self._text.add(body)
+        self._blank.add(text[len(body):])
+
+    def value(self) -> str:
+        self.feed(b"", final=True)
+        clip, limit = self._text, self._limit
+        head_size, tail_size = limit // 4, limit - limit // 4
+        whole = clip.whole()
+        if whole is not None:
+            head_text = tail_text = whole
+            head_spans = tail_spans = secrets.redaction_spans(whole)
+            redacted = _splice(whole, head_spans, 0, len(whole))
+            if len(redacted) <= limit:
+                return redacted
+        else:  # only the ends are kept, each with a margin beyond its cut
+            head_text, tail_text = clip.head, clip.tail
+            head_spans, tail_spans = secrets.redaction_spans(head_text), secrets.redaction_spans(tail_text)
+        # Cut where no secret is astride the cut: a redacted stretch is shown whole or not at all.
+        head_cut = next((end for start, end in head_spans if start < head_size < end), head_size)
+        tail_cut = len(tail_text) - tail_size
+        tail_cut = next((start for start, end in tail_spans if start < tail_cut < end), tail_cut)
+        if whole is not None and head_cut >= tail_cut:
+            return redacted
+        head = _splice(head_text, head_spans, 0, head_cut)
+        tail = _splice(tail_text, tail_spans, tail_cut, len(tail_text))
+        return head + _cut_marker(clip.total - head_cut - (len(tail_text) - tail_cut)) + tail
+
+
+def _splice(text: str, spans: list[tuple[int, int]], start: int, end: int) -> str:
+    """``text[start:end]`` with the spans inside it replaced by the redaction marker."""
+    out, at = [], start
+    for s, e in spans:
+        if s >= start and e <= end:
+            out += (text[at:s], secrets.REDACTED)
+            at = e
+    out.append(text[at:end])
+    return "".join(out)
+
+
+# --- running --------------------------------------------------------------------------------------------
+
+class _Command(asyncio.SubprocessProtocol):
+    def __init__(self, output: Output):
+        loop = asyncio.get_running_loop()
+        self.output = output
+        self.exited = loop.create_future()
+        self.closed = loop.create_future()  # stdout reached EOF: nobody holds the pipe any more
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        self.output.feed(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _within(future: asyncio.Future, seconds: float) -> bool:
+    done, _ = await asyncio.wait({future}, timeout=seconds)
+    return bool(done)
+
+
+async def run(command: str, *, cwd: str, env: dict[str, str], timeout: float, limit: int,
+              isolate: bool = True) -> tuple[bool, int, str]:
+    """Run ``command`` in bash; ``(finished in time, exit code as bash reports it, output)``."""
+    protect_process()
+    if isolate and "prefix" not in _probed:  # the first time: probe without blocking the loop
+        await asyncio.get_running_loop().run_in_executor(None, isolation)
+    prefix = isolation() if isolate else None
+    tracker = None if prefix else _Tracker(env)
+    argv = [*prefix, command] if prefix else ["bash", "-c", command]
+    output = Output(limit)
+    transport, proc = await asyncio.get_running_loop().subprocess_exec(
+        lambda: _Command(output), *argv,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cwd=cwd, env=tracker.env if tracker else env,
+        start_new_session=True,  # its own process group, so one killpg reaches every child
+    )
+    pgid = transport.get_pid()
+    if tracker:
+        tracker.started(pgid)
+    try:
+        finished = await _within(proc.exited, timeout)
+        # whatever is left now is a background job or the overrunning command
+        left = _signal_group(pgid, signal.SIGTERM)
+        escaped = tracker is not None and tracker.signal_all(signal.SIGTERM)
+        if left or escaped:  # else nothing is alive that could start anything more
+            await _within(asyncio.gather(proc.exited, proc.closed), _TERM_GRACE)
+            _signal_group(pgid, signal.SIGKILL)
+            if tracker:
+                tracker.kill_all()
+        await _within(proc.closed, _EOF_GRACE)
+        await _within(proc.exited, _EOF_GRACE)
+    except BaseException:  # cancelled: no grace
+        _signal_group(pgid, signal.SIGKILL)
+        if tracker:
+            tracker.kill_all()
+        raise
+    finally:
+        transport.close()
+    code = transport.get_returncode()
+    code = 128 - code if code is not None and code < 0 else code  # killed by signal N: 128+N
+    return finished, -1 if code is None else code, output.value()
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Signal a process group; False when nothing is left in it."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+class _Tracker:
+    """Every descendant of one command without namespaces: by session, by parent, and by a
+    marker in the environment, which survives ``setsid`` and the death of the parent."""
+
+    def __init__(self, env: dict[str, str]):
+        self.token = uuid.uuid4().hex
+        self.env = {**env, _MARKER: self.token}
+        self.needle = f"{_MARKER}={self.token}".encode()
+        self.sid = 0
+        self.since = 0
+        self.first_pid = 0
+        self.family: set[int] = set()
+
+    def started(self, pid: int) -> None:
+        self.sid = pid
+        self.family.add(pid)
+        self.since = _start_time(pid) or 0
+        self.first_pid = pid
+
+    def kill_all(self, rounds: int = 200) -> None:
+        """Walk /proc, killing each member as it is found, until a walk finds none alive."""
+        for _ in range(rounds):
+            if not self.signal_all(signal.SIGKILL):
+                return
+
+    def signal_all(self, sig: int) -> bool:
+        """One walk of /proc, signalling every live member found; False if there was none."""
+        found = False
+        for pid, ppid, session, state in _processes(self.since, self.first_pid):
+            if pid == os.getpid() or state in "ZX":
+                continue
+            if session == self.sid or ppid in self.family or pid in self.family or self._marked(pid):
+                self.family.add(pid)
+                try:
+                    os.kill(pid, sig)
+                    found = True
+                except ProcessLookupError:
+                    pass
+        return found
+
+    def _marked(self, pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                return self.needle in f.read()
+        except OSError:
+            return False
+
+
+def _start_time(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _processes(since: int, first_pid: int):
+    """``(pid, ppid, session, state)`` of the processes started at or after ``since`` (clock
+    ticks after boot) by ``first_pid`` or later: pids grow until they wrap around, so unless
+    the last one given out is below ``first_pid`` only the pids from it up need reading."""
+    try:
+        names = os.listdir("/proc")
+        with open("/proc/sys/kernel/ns_last_pid") as f:
+            lowest = first_pid if int(f.read()) >= first_pid else 0
+    except (OSError, ValueError):
+        return
+    for name in names:
+        if not name.isdigit() or int(name) < lowest:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[19]) >= since:
+            yield int(name), int(fields[1]), int(fields[3]), fields[0].decode()
