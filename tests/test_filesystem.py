@@ -430,6 +430,59 @@ def test_pages_count_characters_not_bytes(tmp_path):
     assert "that is the end of the file" in rest
 
 
+_MEMORY_PROBE = """
+import json, os, resource, sys, tracemalloc
+from bettong_nb.capabilities.filesystem import filesystem
+root, size, offset = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with open(os.path.join(root, "big.txt"), "wb") as f:
+    f.write(b"a text file with a long sparse tail\\n" * 300)
+    f.truncate(size)  # a hole: no disk used, but every byte is read back as a NUL character
+fs = filesystem(root=root)
+fs.read_file("big.txt", limit=10)
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+tracemalloc.start()
+try:
+    out = fs.read_file("big.txt", offset=offset)
+except ValueError as exc:
+    out = "ValueError: " + str(exc)
+peak = tracemalloc.get_traced_memory()[1]
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss
+print(json.dumps({"peak": peak, "rss_kib": grown, "length": len(out), "tail": out[-200:]}))
+"""
+
+
+@pytest.mark.parametrize("size, offset, expected", [
+    (64 << 20, 50_000_000, "from offset 50000000 of 67,108,864 characters; call read_file with offset=50100000"),
+    (64 << 20, 67_100_000, "from offset 67100000 of 67,108,864 characters; that is the end of the file"),
+    (64 << 20, 70_000_000, "ValueError: offset 70000000 is past the end of big.txt (67108864 characters)"),
+    (1 << 40, 1_000_000, "from offset 1000000 of a 1,099,511,627,776-byte file; call read_file with offset=1100000"),
+], ids=["deep-offset", "last-page", "past-the-end", "terabyte-sparse"])
+def test_reading_at_any_offset_keeps_memory_bounded(tmp_path, size, offset, expected):
+    root = Path(__file__).parents[1]
+    done = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(tmp_path), str(size), str(offset)],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    probe = json.loads(done.stdout)
+    assert expected in probe["tail"]
+    assert probe["peak"] < 4 << 20 and probe["rss_kib"] < 16 << 10  # decoding up to the offset would take >= 64 MB
+
+
+def test_pages_decode_the_same_across_read_chunks(tmp_path):
+    chunk = 1 << 18  # the capability reads this many bytes at a time
+    data = (b"a" * (chunk - 1) + "\u00e9".encode() + b"\xff" + "\U0001f998".encode() * 3 + b"b" * chunk
+            + b"\xe2\x82" + b"c" * (chunk - 3) + "\u20ac".encode() + b"\xf0\x9f" + b"end")
+    (tmp_path / "mixed.txt").write_bytes(data)
+    whole = data.decode("utf-8", "replace")
+    fs = filesystem(root=tmp_path)
+    for offset in [chunk - 3, chunk - 1, chunk, 2 * chunk - 2, 2 * chunk + 3, 3 * chunk - 10]:
+        page = fs.read_file("mixed.txt", offset=offset, limit=12)
+        assert page.startswith(whole[offset:offset + 12] + "\n\n["), offset
+        replaced = whole[offset:offset + 12].count("\ufffd")
+        assert (f"{replaced} undecodable byte sequence(s)" in page) == bool(replaced)
+    last = fs.read_file("mixed.txt", offset=len(whole) - 6)
+    assert last.startswith(whole[-6:]) and f"of {len(whole):,} characters; that is the end of the file" in last
+
+
 def test_offset_and_limit_are_checked(tmp_path):
     (tmp_path / "a.txt").write_text("0123456789")
     fs = filesystem(root=tmp_path)
