@@ -168,6 +168,7 @@ def allowed_html(fragment: str) -> str:
     and value escaped (see the module docstring)."""
     out: list[str] = []
     open_tags: list[str] = []
+    opened: dict[str, int] = {}  # how many of each name are open: an end tag is checked in O(1)
     skipping: str | None = None  # inside a tag dropped with its content
     depth = 0
     for token in _TOKENS.finditer(fragment):
@@ -192,9 +193,10 @@ def allowed_html(fragment: str) -> str:
         if name not in _ATTRIBUTES:
             continue
         if closing:
-            if name in open_tags:
+            if opened.get(name):
                 while open_tags:
                     top = open_tags.pop()
+                    opened[top] -= 1
                     out.append(f"</{top}>")
                     if top == name:
                         break
@@ -205,6 +207,7 @@ def allowed_html(fragment: str) -> str:
         out.append(tag)
         if name not in _VOID:
             open_tags.append(name)
+            opened[name] = opened.get(name, 0) + 1
     out.extend(f"</{name}>" for name in reversed(open_tags))
     return "".join(out)
 

@@ -21,23 +21,16 @@ import numpy as np
 import pandas as pd
 import pytest
 from servers import ChatScript, LoopbackServer, Reply, chat_message, tool_call
+from test_secrets import quiet_environment  # noqa: F401  (autouse: no credential of this machine takes part)
 
 import bettong_nb
 from bettong_nb import capabilities as caps
-from bettong_nb import secrets
 from bettong_nb.capability import invoke, registry
 
 CASES = [json.loads(line) for line in
          (Path(__file__).parent / "corpora" / "namespaces_hostile.jsonl").read_text().splitlines() if line]
 SECRETS = {"long": "Zq81kPWm42sRTj77dAx0", "short": "hu7!Zq"}
 VARIANTS = [(case, length) for case in CASES for length in ("long", "short") if length == "long" or case["short"]]
-
-
-@pytest.fixture(autouse=True)
-def quiet_environment(monkeypatch):
-    for name in list(os.environ):
-        if secrets.is_credential_name(name):
-            monkeypatch.delenv(name)
 
 
 def build(case: dict, secret: str, monkeypatch) -> dict:
