@@ -112,3 +112,10 @@ def test_a_huge_namespace_is_looked_at_quickly():
     started = time.perf_counter()
     assert call(cap, "describe_variable", name="target") == "target: str of 8 characters:\nordinary"
     assert time.perf_counter() - started < 1.0  # the walk for known secrets is bounded
+
+
+def test_an_ordinary_frame_is_described_exactly_as_pandas_describes_it():
+    df = pd.read_csv(Path(__file__).parents[1] / "notebooks" / "data" / "missions.csv")
+    text = call(caps.namespace({"df": df}, max_chars=100_000), "describe_variable", name="df")
+    assert f"head(5):\n{df.head(5).to_string()}\n" in text
+    assert f"describe():\n{df.describe(include='all').to_string()}\n" in text

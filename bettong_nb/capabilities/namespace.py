@@ -278,11 +278,11 @@ def _describe(value: Any) -> Any:
     if "top" not in summary.index:
         return summary
     row, hidden = list(summary.index).index("top"), _hidden_columns(value)
-    tops = [_HIDDEN if i in hidden else _cell(top) for i, top in enumerate(summary.iloc[row])]
-    if any(new is not old for new, old in zip(tops, summary.iloc[row])):
-        summary = summary.astype(object)
-        for i, top in enumerate(tops):
-            summary.iloc[row, i] = top
+    for i, top in enumerate(list(summary.iloc[row])):
+        if i in hidden or not isinstance(top, (str, *_NOT_SECRET)):
+            column = summary.iloc[:, i].astype(object)  # only this column: numbers elsewhere keep their format
+            column.iloc[row] = _HIDDEN if i in hidden else _cell(top)
+            summary.isetitem(i, column)
     return summary
 
 
