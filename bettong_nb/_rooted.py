@@ -39,12 +39,15 @@ the root. The same holds for a bind mount of an outside directory.
 
 Credential files are refused unless ``allow_secrets=True``, judged on the resolved path (a
 harmless-looking symlink to ``~/.ssh/id_rsa`` is refused; a symlink named ``x.pem`` to an
-ordinary file is not): anything under ``.ssh/`` or ``.gnupg/``, ``.aws/credentials``,
-``.env`` and ``.env.*``, ``*.pem``, ``*.key``, ``*.p12``, ``.netrc``, ``.npmrc``, ``.pypirc``,
-``.git-credentials``, ``id_rsa*``, ``id_dsa*``, ``id_ecdsa*``, ``id_ed25519*``,
-``.docker/config.json``, ``.kube/config`` and ``/proc/<pid>/environ``, at any depth and in
-any letter case (case-insensitive filesystems would open them). The directories themselves
-(``.ssh``) can still be listed.
+ordinary file is not) by :func:`bettong_nb.secrets.is_credential_path`, whose
+``CREDENTIAL_PATHS`` lists them: SSH and GPG directories and key files, ``*.pem``,
+``*.key``, PKCS#12 ``*.p12``/``*.pfx``, PuTTY ``*.ppk``, ``*.jks``/``*.keystore``,
+``.env`` files, the AWS, Google Cloud, Azure, Kaggle, Hugging Face and GitHub CLI
+credential stores, ``.npmrc``, ``.pypirc``, ``.docker/config.json``, ``.kube/config``,
+``.cargo/credentials``, ``.terraformrc``, ``.vault-token``, ``.git-credentials``,
+``.netrc``, ``.pgpass``, ``/proc/<pid>/environ`` and ``/proc/<pid>/mem``, at any depth and
+in any letter case (case-insensitive filesystems would open them). The directories
+themselves (``.ssh``) can still be listed.
 
 Failures raise OSError (or PermissionError, ValueError) with a message for the model that
 names the path as it was given: ``No such file: notes.txt``.
@@ -54,11 +57,12 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
+
+from .secrets import is_credential_path
 
 __all__ = ["Root", "is_credential_path", "read_up_to", "json_type", "MAX_PATH_BYTES", "MAX_NAME_BYTES"]
 
@@ -71,28 +75,8 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO swapped in after the type check must not hang the open
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
-_CREDENTIAL = re.compile(
-    r"/\.ssh/|/\.gnupg/|/\.aws/credentials"
-    r"|/\.env(?:\.|$)"
-    r"|\.(?:pem|key|p12)$"
-    r"|/\.(?:netrc|npmrc|pypirc|git-credentials)$"
-    r"|/id_(?:rsa|dsa|ecdsa|ed25519)"
-    r"|/\.docker/config\.json$|/\.kube/config$"
-    r"|^/proc/[^/]+/(?:task/[^/]+/)?environ$",
-    re.IGNORECASE,
-)
-
 T = TypeVar("T")
 Use = Callable[[int, os.stat_result], T]  # called with an open descriptor of a regular file and its fstat
-
-
-def is_credential_path(path: str) -> bool:
-    """True when the absolute, resolved ``path`` looks like a credential file.
-
-    ``is_credential_path("/home/u/.ssh/id_rsa")`` is True; ``"/home/u/.ssh"`` (the directory
-    itself) and ``"/srv/environment.md"`` are not.
-    """
-    return bool(_CREDENTIAL.search(path))
 
 
 def read_up_to(fd: int, limit: int) -> bytes:

@@ -5,6 +5,8 @@ Every tool result and tool error goes through :func:`redact` before it is upload
     text, count = redact("token=sk-abc...", extra=[api_key])   # count says how many, never what
     with revealed():        # only in here is tool output passed through unredacted
         ...
+    url_without_credentials("https://u:pw@host/v1")   # 'https://u:[redacted]@host/v1', for reprs
+    is_credential_path("home/me/.ssh/id_ed25519")     # True: files no tool may touch unasked
 
 What is redacted (each stretch replaced by ``[redacted]``):
 
@@ -22,12 +24,20 @@ What is redacted (each stretch replaced by ``[redacted]``):
   ``AKIA…``/``ASIA…``, Slack ``xox[abposr]-…``, Google ``AIza…``, JWTs
   ``eyJ….eyJ….…``, and the key material of PEM private-key blocks — across lines, on one
   line with escaped ``\\n``, and cut off at either end as truncated output shows it.
+* credentials in a URL's userinfo, for any scheme: the password of
+  ``postgres://user:PASSWORD@host`` (``redis://:PASSWORD@host`` too), and a token standing
+  alone, ``https://TOKEN@host``, unless it reads like a user name (``git@``, ``jovyan@``:
+  shorter than :data:`MIN_SECRET_LENGTH`, or only lower-case letters, ``.``, ``-``, ``_``).
+  A password may hold ``@`` (the last ``@`` of the authority ends it) and, when the URL
+  then makes no sense otherwise, ``/``, ``?`` or ``#`` (``user:pa/ss@host``; a port with a
+  path, ``host:8080/@x``, is not a password). JSON's ``:\\/\\/`` counts as ``://``.
 
 Not covered: a value split by anything but a line break (spaces, ``xxd``'s columns, an
 escaped ``\\n``, indentation after the break); encodings not listed (gzip, rot13,
 UTF-16, base64 of the hex, ...); a value shown a few characters at a time; a token shape
 not in the environment and broken across lines (bar PEM blocks); an AWS *secret* access
-key, which has no shape, unless it is in the environment. The base64 of a value is
+key, which has no shape, unless it is in the environment; a URL whose userinfo is itself
+percent-encoded into another URL (``?next=postgres%3A%2F%2Fu%3Apw%40h``). The base64 of a value is
 redacted except for the one or two characters at each end that mix in the neighbouring
 bytes (together at most 4 bits of the value).
 """
@@ -44,10 +54,11 @@ import os
 import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping
-from urllib.parse import quote, quote_plus
+from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
 
-__all__ = ["REDACTED", "MIN_SECRET_LENGTH", "is_credential_name", "credential_values",
-           "stripped_env", "redact", "redaction_spans", "revealed", "redacting", "values_held_by", "hold", "held"]
+__all__ = ["REDACTED", "MIN_SECRET_LENGTH", "CREDENTIAL_PATHS", "is_credential_name", "is_credential_path",
+           "credential_values", "stripped_env", "redact", "redaction_spans", "revealed", "redacting",
+           "url_without_credentials", "values_held_by", "hold", "held"]
 
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8  # shorter values would shred ordinary output
@@ -65,6 +76,65 @@ def is_credential_name(name: str) -> bool:
     AUTH or PRIVATE (any case), or the word PASS: ``OPENAI_API_KEY``, ``DB_PASS``, but
     not ``PATH``, ``PWD`` or ``COMPASS_URL``."""
     return bool(_CREDENTIAL_NAME.search(name))
+
+
+# Files that hold credentials, as globs over the end of a path, any letter case: a pattern
+# without "/" names the last component (``*.pem``), one with "/" the last components
+# (``.aws/credentials``), and a final ``**`` everything below a directory (which itself can
+# still be listed). Checked against gitrob-style signature lists and the credential stores
+# of the CLIs a notebook user is likely to have logged in with.
+CREDENTIAL_PATHS = (
+    # SSH, GPG, PuTTY
+    ".ssh/**", ".gnupg/**", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*_rsa", "*_dsa", "*_ecdsa",
+    "*_ed25519", "*.ppk",
+    # private keys, PKCS#12 bundles, keystores, password databases
+    "*.pem", "*.key", "*.p8", "*.p12", "*.pfx", "*.pkcs12", "*.jks", "*.keystore", "*.bks", "*.kdbx",
+    "*.keychain", "*.keychain-db", "*.psafe3", ".password-store/**", ".local/share/keyrings/**",
+    # environment files
+    ".env", ".env.*",
+    # cloud CLIs: AWS, Google Cloud, Azure, Databricks, Kaggle, Hugging Face, GitHub, S3 tools
+    ".aws/credentials*", ".aws/sso/cache/**", ".aws/cli/cache/**", "application_default_credentials.json",
+    "credentials.db", "access_tokens.db", "gcloud/legacy_credentials/**", "credentials.json", "client_secret*.json",
+    "service?account*.json", ".azure/accessTokens.json", ".azure/service_principal_entries.*", "msal_token_cache*",
+    ".databrickscfg", "kaggle.json", "huggingface/token", "huggingface/stored_tokens", "gh/hosts.yml", ".config/hub",
+    ".s3cfg", ".boto", "rclone.conf", ".streamlit/secrets.toml",
+    # package registries, containers, infrastructure tools
+    ".npmrc", ".pypirc", ".gem/credentials", ".cargo/credentials", ".cargo/credentials.toml", ".composer/auth.json",
+    ".docker/config.json", ".dockercfg", ".kube/config", "kubeconfig", "*.kubeconfig", ".terraformrc", "terraform.rc",
+    "credentials.tfrc.json", "*.tfstate", "*.tfstate.backup", ".vault-token",
+    # git, HTTP and database logins
+    ".git-credentials", ".netrc", "_netrc", ".pgpass", ".my.cnf", ".mylogin.cnf", ".htpasswd",
+    # a process's environment and memory, where the kernel keeps its keys
+    "proc/*/environ", "proc/*/task/*/environ", "proc/*/mem", "proc/*/task/*/mem",
+)
+
+
+def _path_glob(pattern: str) -> str:
+    parts = []
+    for part in pattern.split("/"):
+        if part == "**":
+            parts.append("[^/]+(?:/[^/]+)*")
+        else:
+            parts.append("".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in part))
+    return "(?:^|/)" + "/".join(parts) + "$"
+
+
+@functools.cache
+def _credential_path() -> re.Pattern:  # compiled on first use: it would add ~4 ms to importing
+    return re.compile("|".join(map(_path_glob, CREDENTIAL_PATHS)), re.IGNORECASE)
+
+
+def is_credential_path(path: str) -> bool:
+    """True when ``path`` (absolute or relative; a resolved path is best) names a credential
+    file of :data:`CREDENTIAL_PATHS`, as written or once ``.``/``..`` are folded::
+
+        is_credential_path("/home/u/.ssh/id_rsa")   # True
+        is_credential_path("deploy/.env.production")  # True
+        is_credential_path("/home/u/.ssh")          # False: the directory can be listed
+    """
+    path = path.replace("\\", "/").rstrip("/")
+    pattern = _credential_path()
+    return bool(pattern.search(path) or pattern.search(os.path.normpath(path)))
 
 
 def credential_values(env: Mapping[str, str] | None = None) -> list[str]:
@@ -399,10 +469,11 @@ class _Matcher:
                 anchors.append(p)
         if self.chunks:
             hits += self._hex(joined)
-        if not hits and not anchors:
+        found = _userinfo(data) if b"@" in data else []
+        if not hits and not anchors and not found:
             return []
         where = _positions(data, breaks, hits + anchors)
-        found = [(where[s], where[e] + 1) for s, e in zip(hits[::2], hits[1::2])]
+        found += [(where[s], where[e] + 1) for s, e in zip(hits[::2], hits[1::2])]
         found += self._shapes(data, [where[p] for p in anchors])
         return _merge(found)
 
@@ -437,6 +508,89 @@ class _Matcher:
                 if span[0] >= 0:
                     found.append(_trimmed(data, *span))
         return [s for s in found if s[0] < s[1]]
+
+
+# --- credentials in URLs ------------------------------------------------------------------------
+
+_SCHEME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_AUTHORITY = re.compile(rb"[^\s/?#\"'<>\\`]*+")  # RFC 3986's authority, ended where text usually ends a URL
+# ``user:password@`` when the password holds / ? or # (not valid, but written): up to the
+# last @ within 256 bytes, so every start costs a bounded look and the whole scan is linear.
+_LOOSE_USERINFO = re.compile(rb"[^\s/?#@:\"'<>\\`]*+:([^\s\"'<>\\`]{1,256})@")
+_PORT_AND_PATH = re.compile(rb"[0-9]+[/?#]")
+_USER_NAME = re.compile(rb"[a-z._-]+")
+_REDACTED_BYTES = REDACTED.encode()
+
+
+def _userinfo(data: bytes) -> list[tuple[int, int]]:
+    """Spans of the passwords and tokens in the userinfo of every URL in ``data``."""
+    spans = []
+    for separator in (b"://", b":\\/\\/"):
+        colon = data.find(separator)
+        while colon > 0:
+            start = colon + len(separator)
+            if data[colon - 1] in _SCHEME_BYTES:
+                span = _userinfo_secret(data, start)
+                if span is not None:
+                    spans.append(span)
+            colon = data.find(separator, start)
+    return spans
+
+
+def _userinfo_secret(data: bytes, start: int) -> tuple[int, int] | None:
+    """The password (or lone token) of the URL whose authority begins at ``start``."""
+    authority = _AUTHORITY.match(data, start).group()
+    at = authority.rfind(b"@")
+    if at < 0:
+        if data.find(b"@", start + len(authority), start + len(authority) + 258) < 0:
+            return None  # no @ within reach: the look below would fail, at a cost
+        loose = _LOOSE_USERINFO.match(data, start)
+        if loose is None or _PORT_AND_PATH.match(loose[1]):
+            return None
+        span = loose.span(1)
+    else:
+        colon = authority.find(b":", 0, at)
+        if colon >= 0:
+            span = (start + colon + 1, start + at)
+        elif at >= MIN_SECRET_LENGTH and not _USER_NAME.fullmatch(authority, 0, at):
+            span = (start, start + at)
+        else:
+            return None
+    secret = data[span[0]:span[1]]
+    return span if secret and secret != _REDACTED_BYTES else None
+
+
+def url_without_credentials(url: str) -> str:
+    """``url`` with the password (or a lone userinfo token) and credential-named query values
+    replaced by ``[redacted]``, for reprs and error messages::
+
+        url_without_credentials("https://me:pw@api.example/v1?api_key=k&x=1")
+        # 'https://me:[redacted]@api.example/v1?api_key=[redacted]&x=1'
+    """
+    try:
+        parts = urlsplit(url)
+        userinfo, at, host = parts.netloc.rpartition("@")
+    except (ValueError, TypeError):
+        return url if not isinstance(url, str) else _without_userinfo(url)
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        userinfo = f"{user}:{REDACTED}" if colon else REDACTED
+    query = parts.query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    if any(is_credential_name(name) for name, _ in pairs):
+        query = urlencode([(n, REDACTED if is_credential_name(n) else v) for n, v in pairs], safe="[]")
+    if not at and query == parts.query:
+        return url
+    return urlunsplit(parts._replace(netloc=f"{userinfo}@{host}" if at else host, query=query))
+
+
+def _without_userinfo(text: str) -> str:
+    data = text.encode("utf-8", "surrogatepass")
+    out, pos = [], 0
+    for start, end in _merge(_userinfo(data)):
+        out += (data[pos:start], _REDACTED_BYTES)
+        pos = end
+    return b"".join([*out, data[pos:]]).decode("utf-8", "surrogatepass")
 
 
 def _positions(data: bytes, breaks: bytes, joined: Iterable[int]) -> dict[int, int]:

@@ -83,6 +83,32 @@ FILES = {
     "root/.docker/config.json": "x",
     "root/.kube/config": "x",
     "root/.gnupg/secring.gpg": "x",
+    "root/bundle.pfx": "x",
+    "root/keys/putty.ppk": "x",
+    "root/.pgpass": "x",
+    "root/.config/gcloud/application_default_credentials.json": "x",
+    "root/.config/gcloud/credentials.db": "x",
+    "root/.config/gcloud/access_tokens.db": "x",
+    "root/.config/gcloud/legacy_credentials/me@example.com/adc.json": "x",
+    "root/.config/gcloud/configurations/config_default": "[core]\nproject = demo",
+    "root/.azure/accessTokens.json": "x",
+    "root/.azure/msal_token_cache.json": "x",
+    "root/.azure/azureProfile.json": "{\"subscriptions\": []}",
+    "root/.vault-token": "x",
+    "root/.cargo/credentials": "x",
+    "root/.cargo/credentials.toml": "x",
+    "root/.cargo/config.toml": "[build]",
+    "root/android/release.keystore": "x",
+    "root/java/trust.jks": "x",
+    "root/_netrc": "x",
+    "root/.terraformrc": "x",
+    "root/infra/terraform.tfstate": "x",
+    "root/.kaggle/kaggle.json": "x",
+    "root/.cache/huggingface/token": "x",
+    "root/.config/gh/hosts.yml": "x",
+    "root/.aws/config": "[default]\nregion = eu-west-1",
+    "root/.my.cnf": "x",
+    "root/.htpasswd": "x",
     # look like credentials, are not
     "root/.envrc": "direnv",
     "root/environment.md": "env notes",
@@ -132,6 +158,9 @@ LINKS = {  # name -> target, targets may use {tmp}, {root}, {outside}
     "root/key_link.pem": "a.txt",
     "root/envlink": "sub/.env",
     "root/dir_to_ssh": ".ssh",
+    "root/gcloud_link": ".config/gcloud",
+    "root/notes_about_azure.txt": ".azure/msal_token_cache.json",
+    "root/Bundle.PFX.lnk": "a.txt",
     **{f"root/lc{i}": f"lc{i + 1}" for i in range(45)},  # lc0 takes 46 hops, lc15 takes 31
     "root/lc45": "a.txt",
 }
@@ -397,6 +426,59 @@ def test_pages_count_characters_not_bytes(tmp_path):
     rest = fs.read_file("accents.txt", offset=MAX_READ_CHARS)
     assert rest.startswith("é" * 50_000 + "end\n\n[")
     assert "that is the end of the file" in rest
+
+
+_MEMORY_PROBE = """
+import json, os, resource, sys, tracemalloc
+from bettong_nb.capabilities.filesystem import filesystem
+root, size, offset = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with open(os.path.join(root, "big.txt"), "wb") as f:
+    f.write(b"a text file with a long sparse tail\\n" * 300)
+    f.truncate(size)  # a hole: no disk used, but every byte is read back as a NUL character
+fs = filesystem(root=root)
+fs.read_file("big.txt", limit=10)
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+tracemalloc.start()
+try:
+    out = fs.read_file("big.txt", offset=offset)
+except ValueError as exc:
+    out = "ValueError: " + str(exc)
+peak = tracemalloc.get_traced_memory()[1]
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss
+print(json.dumps({"peak": peak, "rss_kib": grown, "length": len(out), "tail": out[-200:]}))
+"""
+
+
+@pytest.mark.parametrize("size, offset, expected", [
+    (64 << 20, 50_000_000, "from offset 50000000 of 67,108,864 characters; call read_file with offset=50100000"),
+    (64 << 20, 67_100_000, "from offset 67100000 of 67,108,864 characters; that is the end of the file"),
+    (64 << 20, 70_000_000, "ValueError: offset 70000000 is past the end of big.txt (67108864 characters)"),
+    (1 << 40, 1_000_000, "from offset 1000000 of a 1,099,511,627,776-byte file; call read_file with offset=1100000"),
+], ids=["deep-offset", "last-page", "past-the-end", "terabyte-sparse"])
+def test_reading_at_any_offset_keeps_memory_bounded(tmp_path, size, offset, expected):
+    root = Path(__file__).parents[1]
+    done = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(tmp_path), str(size), str(offset)],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    probe = json.loads(done.stdout)
+    assert expected in probe["tail"]
+    assert probe["peak"] < 4 << 20 and probe["rss_kib"] < 16 << 10  # decoding up to the offset would take >= 64 MB
+
+
+def test_pages_decode_the_same_across_read_chunks(tmp_path):
+    chunk = 1 << 18  # the capability reads this many bytes at a time
+    data = (b"a" * (chunk - 1) + "\u00e9".encode() + b"\xff" + "\U0001f998".encode() * 3 + b"b" * chunk
+            + b"\xe2\x82" + b"c" * (chunk - 3) + "\u20ac".encode() + b"\xf0\x9f" + b"end")
+    (tmp_path / "mixed.txt").write_bytes(data)
+    whole = data.decode("utf-8", "replace")
+    fs = filesystem(root=tmp_path)
+    for offset in [chunk - 3, chunk - 1, chunk, 2 * chunk - 2, 2 * chunk + 3, 3 * chunk - 10]:
+        page = fs.read_file("mixed.txt", offset=offset, limit=12)
+        assert page.startswith(whole[offset:offset + 12] + "\n\n["), offset
+        replaced = whole[offset:offset + 12].count("\ufffd")
+        assert (f"{replaced} undecodable byte sequence(s)" in page) == bool(replaced)
+    last = fs.read_file("mixed.txt", offset=len(whole) - 6)
+    assert last.startswith(whole[-6:]) and f"of {len(whole):,} characters; that is the end of the file" in last
 
 
 def test_offset_and_limit_are_checked(tmp_path):

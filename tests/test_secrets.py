@@ -368,6 +368,11 @@ def test_ordinary_text_is_not_mistaken_for_a_token(text):
     "AKIA" * 100_000,
     "xoxb-" * 60_000,
     "k-" * 200_000,
+    "a://" * 100_000 + "@",
+    "x://u:" + "@" * 300_000,
+    "h://u:p@" * 50_000,
+    "a:\\/\\/" * 60_000 + "@",
+    "s://" + "a:" * 200_000 + "@",
     "\n" * 300_000,
 ], ids=lambda t: repr(t[:12]))
 def test_adversarial_input_takes_linear_time(text):
@@ -385,6 +390,70 @@ def test_a_megabyte_with_fifty_secrets_is_fast_enough(monkeypatch):
     out, count = redact(text, extra=values)
     assert time.process_time() - started < 0.5  # the bench holds it to 20 ms; this catches regressions
     assert count > 100 and not any(v in out for v in values)
+
+
+# --- credentials in URLs ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("url, expected", [
+    ("https://me:pw@api.example/v1", f"https://me:{REDACTED}@api.example/v1"),
+    ("https://TOKEN123@api.example/v1", f"https://{REDACTED}@api.example/v1"),
+    ("https://git@api.example/v1", f"https://{REDACTED}@api.example/v1"),  # in a base_url any userinfo is a login
+    ("redis://:p@ss@cache:6379/0", f"redis://:{REDACTED}@cache:6379/0"),
+    ("https://api.example/v1?api_key=k1&x=1&access_token=t", f"https://api.example/v1?api_key={REDACTED}&x=1&access_token={REDACTED}"),
+    ("https://u:p@api.example/v1?key=k", f"https://u:{REDACTED}@api.example/v1?key={REDACTED}"),
+    ("https://api.example/v1", "https://api.example/v1"),
+    ("http://127.0.0.1:8000/v1?x=1", "http://127.0.0.1:8000/v1?x=1"),
+    ("http://u:p@[::1", f"http://u:{REDACTED}@[::1"),  # not parseable: the text rule still applies
+    ("", ""),
+])
+def test_url_without_credentials(url, expected):
+    assert secrets.url_without_credentials(url) == expected
+
+
+def test_userinfo_is_redacted_for_any_scheme():
+    for scheme in ["postgres", "postgresql+psycopg2", "mysql", "redis", "rediss", "amqp", "amqps", "mongodb",
+                   "mongodb+srv", "https", "http", "ftp", "sftp", "smtp", "ldap", "s3", "x-custom.scheme"]:
+        text, count = redact(f"url: {scheme}://user:Zq81-pw@host/db end")
+        assert (text, count) == (f"url: {scheme}://user:{REDACTED}@host/db end", 1)
+
+
+# --- credential files -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", [
+    ".ssh/id_rsa", "home/u/.ssh/config", "/home/u/.gnupg/private-keys-v1.d/x.key", "keys/deploy_ed25519", "a.ppk",
+    "cert.PFX", "bundle.p12", "store.jks", "release.keystore", "AuthKey_ABC.p8", "vault.kdbx", ".env", "app/.env.local",
+    "/home/u/.aws/credentials", ".aws/sso/cache/abc.json", ".config/gcloud/application_default_credentials.json",
+    ".config/gcloud/credentials.db", ".config/gcloud/access_tokens.db", ".config/gcloud/legacy_credentials/me/adc.json",
+    "credentials.json", "client_secret_123.apps.googleusercontent.com.json", "service-account.json",
+    "service_account_key.json", ".azure/accessTokens.json", ".azure/msal_token_cache.json", ".azure/msal_token_cache.bin",
+    ".azure/service_principal_entries.json", "msal_token_cache.bin", ".databrickscfg", ".kaggle/kaggle.json",
+    ".cache/huggingface/token", ".config/gh/hosts.yml", ".s3cfg", ".boto", ".config/rclone/rclone.conf",
+    ".streamlit/secrets.toml", ".npmrc", ".pypirc", ".gem/credentials", ".cargo/credentials", ".cargo/credentials.toml",
+    ".composer/auth.json", ".docker/config.json", ".dockercfg", ".kube/config", "kubeconfig", "prod.kubeconfig",
+    ".terraformrc", "terraform.rc", ".terraform.d/credentials.tfrc.json", "terraform.tfstate",
+    "terraform.tfstate.backup", ".vault-token", ".git-credentials", ".netrc", "_netrc", ".pgpass", ".my.cnf",
+    ".mylogin.cnf", "public_html/.htpasswd", "/proc/self/environ", "/proc/12/task/12/environ", "/proc/12/mem",
+    "sub/../.env", "C:\\Users\\me\\.ssh\\id_rsa", "/HOME/U/.SSH/ID_RSA", "data/x/../../.npmrc",
+])
+def test_credential_path_list(path):
+    assert secrets.is_credential_path(path)
+
+
+@pytest.mark.parametrize("path", [
+    ".ssh", ".ssh/", "/home/u/.gnupg", ".aws", ".aws/config", ".azure/azureProfile.json", ".kube", ".kube/cache/x.json",
+    ".docker/daemon.json", "docker/config.json", "kube/config", ".envrc", "environment.md", "keyboard.md",
+    "notes.key.txt", "my.ssh.txt", "monkey", "pem", "rsa.md", "credentials.md", "tokens.csv", "secrets.py",
+    "/proc/12/cmdline", "/proc/12/status", "data/moons.csv", ".gitconfig", "known_hosts.txt", "kaggle.json.md",
+])
+def test_not_credential_paths(path):
+    assert not secrets.is_credential_path(path)
+
+
+def test_every_listed_pattern_refuses_something():
+    for pattern in secrets.CREDENTIAL_PATHS:
+        example = pattern.replace("**", "x/y").replace("*", "a").replace("?", "-")
+        assert secrets.is_credential_path("/home/u/" + example), pattern
+        assert secrets.is_credential_path(example.upper()), pattern
 
 
 # --- switching it off -------------------------------------------------------------------------

@@ -16,8 +16,9 @@ paths start there and an absolute path is accepted when it lies below it; withou
 are used as given. A path is resolved one component at a time from a descriptor of the root,
 so ``..`` at the root, absolute paths elsewhere and symlinks leading out are refused ("escapes
 the allowed root"), also when a component is swapped for a symlink mid-call; a symlink that
-stays inside is followed. Credential files (``.ssh/``, ``.env``, ``*.pem``, ``id_rsa`` ...),
-judged on where the path really leads, are refused unless ``allow_secrets=True``. Writes are
+stays inside is followed. Credential files (``.ssh/``, ``.env``, ``*.pem``, ``*.pfx``,
+``.pgpass``, cloud CLI token stores ...: :data:`bettong_nb.secrets.CREDENTIAL_PATHS`), judged
+on where the path really leads, are refused unless ``allow_secrets=True``. Writes are
 a temp file renamed into place.
 
 Results. Every message names the path as the model gave it: ``Wrote 5 bytes to notes.txt``,
@@ -25,8 +26,10 @@ Results. Every message names the path as the model gave it: ``Wrote 5 bytes to n
 directories (inside the root, through descriptors) unless the missing part contains ``..``.
 ``read_file`` returns at most 100 000 characters per call with a bracketed note on how to
 read on (``offset``/``limit``, counted in characters), describes binary files instead of
-dumping them, replaces bytes that are not UTF-8 with U+FFFD and says so, and answers
-``(empty file)`` for an empty one. ``list_dir`` shows at most 1000 entries; names holding
+dumping them, replaces bytes that are not UTF-8 with U+FFFD and says how many it shows,
+and answers ``(empty file)`` for an empty one. A page is found by decoding the file a chunk
+at a time and dropping what lies before the offset, so memory stays under a few MB whatever
+offset and file size the model picks (the time grows with the offset). ``list_dir`` shows at most 1000 entries; names holding
 control characters are shown JSON-quoted.
 """
 
@@ -38,7 +41,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._rooted import Root, is_credential_path, json_type, read_up_to
+from .._rooted import Root, is_credential_path, json_type
 from ..capability import Tool
 
 __all__ = ["filesystem", "Filesystem", "is_credential_path", "MAX_READ_CHARS", "MAX_LIST_ENTRIES"]
@@ -46,6 +49,7 @@ __all__ = ["filesystem", "Filesystem", "is_credential_path", "MAX_READ_CHARS", "
 MAX_READ_CHARS = 100_000
 MAX_LIST_ENTRIES = 1000
 _HEAD_BYTES = 8192
+_CHUNK_BYTES = 1 << 18
 
 # Formats recognised by their first bytes; each is binary even when it holds no NUL byte.
 _MAGIC = [
@@ -179,34 +183,59 @@ class Filesystem:
         return f"Deleted {path}"
 
 
+def _marked(error: UnicodeDecodeError) -> tuple[str, int]:
+    return _MARK, error.end
+
+
+_MARK = "\udcff"  # stands for one undecodable sequence; strict UTF-8 decoding never yields a surrogate
+codecs.register_error("bettong_nb.mark", _marked)
+
+
 def _read_text(fd: int, size: int, shown: str, offset: int, limit: int) -> str:
     head = os.pread(fd, _HEAD_BYTES, 0)
     kind = _binary_kind(head, shown)
     if kind is not None:
         return f"{shown} is a binary file ({size:,} bytes; {kind}); its bytes are not shown."
-    # A character takes at most 4 bytes, so this many bytes always covers the window asked for.
-    budget = 4 * (offset + limit) + 4
-    data = read_up_to(fd, budget)
-    at_end = len(data) < budget or not os.read(fd, 1)
-    text = codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=at_end)
-    if at_end and offset and offset >= len(text):
-        raise ValueError(f"offset {offset} is past the end of {shown} ({len(text)} characters)")
-    if not text:
+    # Decoded a chunk at a time and dropped up to the offset, so memory stays a few MB
+    # whatever the offset and the file's size. A file no longer than 4 bytes per character
+    # up to the window's end is also counted to its end, so its length in characters is known.
+    count_to_end = size <= 4 * (offset + limit) + 4
+    decoder = codecs.getincrementaldecoder("utf-8")("bettong_nb.mark")
+    seen = 0  # characters decoded so far
+    window: list[str] = []
+    wanted = limit
+    more = at_end = False
+    while not at_end:
+        chunk = os.read(fd, _CHUNK_BYTES)
+        at_end = not chunk
+        text = decoder.decode(chunk, final=at_end)
+        if seen + len(text) > offset:
+            start = max(0, offset - seen)
+            piece = text[start:start + wanted]
+            window.append(piece)
+            wanted -= len(piece)
+            more = more or start + len(piece) < len(text)
+        seen += len(text)
+        if more and not count_to_end:
+            break
+    if at_end and offset and offset >= seen:
+        raise ValueError(f"offset {offset} is past the end of {shown} ({seen} characters)")
+    if not seen:
         return "(empty file)"
-    window = text[offset:offset + limit]
-    end = offset + len(window)
+    shown_text = "".join(window)
+    end = offset + len(shown_text)
     notes = []
-    replaced = text.count("\ufffd") - data.count("\ufffd".encode())
+    replaced = shown_text.count(_MARK)
     if replaced:
+        shown_text = shown_text.replace(_MARK, "\ufffd")
         notes.append(f"{shown} is not valid UTF-8: {replaced} undecodable byte sequence(s) are shown as \ufffd.")
-    if offset or end < len(text) or not at_end:
-        whole = f"{len(text):,} characters" if at_end else f"a {size:,}-byte file"
-        more = f"call read_file with offset={end} to read more" if end < len(text) or not at_end \
-            else "that is the end of the file"
-        notes.append(f"Showed {len(window):,} characters from offset {offset} of {whole}; {more}.")
+    if offset or more:
+        whole = f"{seen:,} characters" if at_end else f"a {size:,}-byte file"
+        follow = f"call read_file with offset={end} to read more" if more else "that is the end of the file"
+        notes.append(f"Showed {len(shown_text):,} characters from offset {offset} of {whole}; {follow}.")
     if notes:
-        window += "\n\n[" + " ".join(notes) + "]"
-    return window
+        shown_text += "\n\n[" + " ".join(notes) + "]"
+    return shown_text
 
 
 def _binary_kind(head: bytes, shown: str) -> str | None:
