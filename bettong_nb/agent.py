@@ -14,16 +14,25 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Iterable,
+    Mapping,
+    Protocol,
+    runtime_checkable,
+)
 
 from . import approvals, budget, events, images, secrets, structured, usage
-from .images import Prompt
 from . import capability as cap
 from ._sync import run_sync
 from .errors import ServiceError
+from .images import Prompt
 from .options import PROVIDER_OPTIONS, Options
 from .provider import CallableProvider, Provider, Request, Response, SystemBlock
 from .results import RunResult, ToolCall
+from .sanitize import clean, clean_text
 
 if TYPE_CHECKING:
     from .batch import Batch
@@ -158,7 +167,7 @@ class _Run:
             call.status, call.reason = "denied", verdict.reason
             if verdict.stop:
                 self.stopped = verdict.reason or "stopped by the user"
-        call.result, call.redactions = secrets.redact(text, extra=self.secrets)
+        call.result, call.redactions = secrets.redact(clean_text(text), extra=self.secrets)
         if call.status != "denied":
             call.status = "error" if call.result.startswith("ERROR:") else "ok"
         call.duration_s = time.perf_counter() - started
@@ -172,7 +181,10 @@ async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunRe
     """Run one prompt to an answer. ``options.messages`` is a prior transcript to continue; its
     system prompt is kept as it is, so the provider's cached prefix survives. The prompt's
     images are converted and bounded here, before any request (an error for one that cannot go)."""
-    content = images.prompt_content(prompt, max_side=options.image_max_side, max_bytes=options.image_max_bytes)
+    # Text that cannot be encoded (a lone surrogate) is mended as it enters the transcript, here
+    # and below for answers and tool results, so no later request of a session fails on it.
+    content = clean(images.prompt_content(prompt, max_side=options.image_max_side,
+                                          max_bytes=options.image_max_bytes))
     toolbox = prepare(options)
     prior = list(options.messages)
     system = prior[0]["content"] if prior else toolbox.system
@@ -218,6 +230,7 @@ async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunRe
                                                    images=images.count(request.messages)))
             # The tool calls of a truncated (half-written) or refused answer are never run, so they
             # are not kept either: a tool call without its result is never sent to a provider.
+            response.content = clean(response.content)
             content = response.content if not (response.truncated() or response.refused()) else [
                 b for b in response.content if b["type"] != "tool_use"]
             run.history.append({"role": "assistant", "content": content})

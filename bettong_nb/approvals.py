@@ -113,9 +113,12 @@ async def decide(approve_fn: Any, request: ApprovalRequest) -> Verdict:
 
 
 def ask_in_terminal(request: ApprovalRequest) -> Verdict:
-    """Ask y/N on stdin; anything but y/yes denies. Either answer is a person's."""
-    print(f"Allow {request.tool} {json.dumps(request.args, ensure_ascii=False, default=str)} ? [y/N] ",
-          end="", flush=True)
+    """Ask y/N on stdin; anything but y/yes denies. Either answer is a person's. What the model
+    wrote (the tool name, its arguments) reaches the terminal without control sequences."""
+    from .sanitize import terminal_text
+
+    shown = terminal_text(f"{request.tool} {json.dumps(request.args, ensure_ascii=False, default=str)}")
+    print(f"Allow {shown} ? [y/N] ", end="", flush=True)
     try:
         answer = input()
     except EOFError:

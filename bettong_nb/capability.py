@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
 from . import images, secrets
+from .sanitize import clean
 
 __all__ = [
     "Capability",
@@ -326,7 +327,7 @@ def arguments(raw: Any) -> tuple[dict | None, str | None]:
         return {}, None
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = clean(json.loads(raw))  # a "\ud800" escape decodes to text no request can carry
         except (ValueError, RecursionError) as exc:
             why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             return None, _BAD_JSON.format(why=why)

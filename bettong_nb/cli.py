@@ -10,6 +10,7 @@ import argparse
 import sys
 from typing import Sequence
 
+from .sanitize import terminal_text
 from .terminal import TextView
 
 __all__ = ["main", "build_parser"]
@@ -53,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             runner = deepseek(**options, model=args.model, base_url=args.base_url)
         result = runner.run(task)
     except (ServiceError, TypeError, ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(terminal_text(f"error: {exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -50,11 +50,11 @@ from __future__ import annotations
 import functools
 import html
 import re
-from typing import Callable
+from typing import Any, Callable
 
 from .images import MEDIA_TYPES
 
-__all__ = ["markdown_html", "html_answer", "allowed_html", "safe_link", "terminal_text", "clean_text"]
+__all__ = ["markdown_html", "html_answer", "allowed_html", "safe_link", "terminal_text", "clean_text", "clean"]
 
 # --- URLs ---------------------------------------------------------------------------------------
 
@@ -299,3 +299,18 @@ def clean_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
+
+
+def clean(value: Any) -> Any:
+    """:func:`clean_text` through a JSON-like value (a message, a block, decoded arguments):
+    every string cleaned, the same object back when nothing needed it."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        items = [(clean(k), clean(v)) for k, v in value.items()]
+        same = all(k is k2 and v is v2 for (k, v), (k2, v2) in zip(value.items(), items))
+        return value if same else dict(items)
+    if isinstance(value, list):
+        items = [clean(v) for v in value]
+        return value if all(a is b for a, b in zip(value, items)) else items
+    return value

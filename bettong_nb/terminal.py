@@ -1,6 +1,10 @@
 """How a run reads as text: one line per tool call, the answer, the usage line, and the
 listener that prints a run as it goes (the CLI, a terminal IPython, a blocking cell).
 
+What the model or a tool wrote is printed through :func:`bettong_nb.sanitize.terminal_text`:
+no escape sequence (an OSC 52 clipboard write, a title, cursor moves) or bidi control reaches
+the terminal.
+
     agent = bettong_nb.deepseek(capabilities=[...], on_event=TextView(stream=True))
     print(result_text(result))
 """
@@ -12,6 +16,7 @@ import sys
 from typing import Any, Mapping
 
 from . import events
+from .sanitize import terminal_text
 
 __all__ = ["TextView", "result_text", "call_line", "args_preview", "duration_text", "json_text"]
 
@@ -67,7 +72,7 @@ def result_text(result: Any) -> str:
     lines = [result.answer_text()]
     lines += ["  " + call_line(call) for call in result.tool_calls]
     lines.append(f"  {result.usage_line()}")
-    return "\n".join(lines)
+    return terminal_text("\n".join(lines))
 
 
 class TextView:
@@ -85,7 +90,7 @@ class TextView:
 
     def _print(self, text: str, end: str = "\n", *, note: bool = True) -> None:
         target = (self.notes if note else None) or self.file or sys.stdout
-        print(text, end=end, file=target, flush=True)
+        print(terminal_text(text), end=end, file=target, flush=True)
 
     def _break(self) -> None:
         if self._wrote:

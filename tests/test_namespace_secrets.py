@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from servers import ChatScript, LoopbackServer, Reply, chat_message, tool_call
+from support.servers import ChatScript, LoopbackServer, Reply, chat_message, tool_call
 from test_secrets import quiet_environment  # noqa: F401  (autouse: no credential of this machine takes part)
 
 import bettong_nb

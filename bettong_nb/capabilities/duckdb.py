@@ -49,8 +49,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .._rooted import Root, is_credential_path, read_up_to
+from .._rooted import Root, read_up_to
 from ..capability import Tool, ToolOutput
+from ..secrets import is_credential_path
 
 __all__ = ["duckdb", "DuckDB", "MAX_DATA_ROWS"]
 
@@ -319,7 +320,7 @@ class DuckDB:
         full = os.path.normpath(os.path.join(self._root_path, path))
         if not _has_glob(path):
             real = os.path.realpath(full)
-            if _is_credential(real):
+            if is_credential_path(real):
                 raise PermissionError(f"{path} is a credential file; credential files are never read")
             if real.lower().endswith(_EXCEL):
                 return '"' + self._excel_view(path).replace('"', '""') + '"'
@@ -400,7 +401,7 @@ class DuckDB:
                 with self._state:
                     self._running = None
                 opened = self._opened()
-        secret = sorted(p for p in opened if _is_credential(os.path.realpath(p)))
+        secret = sorted(p for p in opened if is_credential_path(os.path.realpath(p)))
         if secret:
             shown = ", ".join(self._shown(p) for p in secret)
             raise PermissionError(f"the query opened a credential file ({shown}); credential files are never "
@@ -519,15 +520,6 @@ def _first_word(sql: str) -> str:
 
 def _has_glob(path: str) -> bool:
     return any(c in path for c in "*?[{")
-
-
-def _is_credential(real_path: str) -> bool:
-    """Whether an absolute, resolved path is a credential file.
-
-    Integration point: the filesystem capability's list lives in ``bettong_nb._rooted``; when it
-    moves to ``bettong_nb.secrets.is_credential_path``, call that here.
-    """
-    return is_credential_path(real_path)
 
 
 def _sql_string(text: str) -> str:

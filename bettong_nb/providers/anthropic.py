@@ -45,9 +45,17 @@ import os
 from typing import Any, AsyncIterator, Callable, Iterable, Mapping
 
 from .. import events
-from ..usage import Usage
 from ..http import RETRY_STATUSES, Transport
-from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
+from ..provider import (
+    ProviderError,
+    Request,
+    Response,
+    decode_arguments,
+    malformed,
+    reading,
+)
+from ..secrets import url_without_credentials
+from ..usage import Usage
 
 __all__ = ["AnthropicProvider", "DEFAULT_MODEL", "API_VERSION", "encode_request", "decode_response", "usage_from",
            "output_schema"]
@@ -427,4 +435,4 @@ class AnthropicProvider:
         return await self.transport.stream("/v1/messages", self._payload(request, True), fold, on_event)
 
     def __repr__(self) -> str:
-        return f"AnthropicProvider(base_url={self.base_url!r}, model={self.model!r})"
+        return f"AnthropicProvider(base_url={url_without_credentials(self.base_url)!r}, model={self.model!r})"

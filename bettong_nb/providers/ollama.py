@@ -37,9 +37,17 @@ import os
 from typing import Any, AsyncIterator, Callable, Mapping
 
 from .. import events
-from ..usage import Usage
 from ..http import Transport
-from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
+from ..provider import (
+    ProviderError,
+    Request,
+    Response,
+    decode_arguments,
+    malformed,
+    reading,
+)
+from ..secrets import url_without_credentials
+from ..usage import Usage
 
 __all__ = ["OllamaProvider", "DEFAULT_HOST", "host_url", "encode_request", "decode_response"]
 
@@ -253,4 +261,4 @@ class OllamaProvider:
         return await self.transport.stream("/api/chat", payload, fold, on_event)
 
     def __repr__(self) -> str:
-        return f"OllamaProvider(base_url={self.base_url!r}, model={self.model!r})"
+        return f"OllamaProvider(base_url={url_without_credentials(self.base_url)!r}, model={self.model!r})"

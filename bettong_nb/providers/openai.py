@@ -25,10 +25,18 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Mapping
 
 from .. import events
-from ..usage import Usage, from_openai
 from ..http import Transport
 from ..options import Options
-from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
+from ..provider import (
+    ProviderError,
+    Request,
+    Response,
+    decode_arguments,
+    malformed,
+    reading,
+)
+from ..secrets import url_without_credentials
+from ..usage import Usage, from_openai
 
 __all__ = ["OpenAIProvider", "Service", "encode_request", "decode_response", "DEEPSEEK", "OPENAI",
            "STRUCTURED_OUTPUTS", "SCHEMA_INSTRUCTIONS"]
@@ -286,7 +294,7 @@ class OpenAIProvider:
         return await self.transport.stream("/chat/completions", payload, fold, on_event)
 
     def __repr__(self) -> str:
-        return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
+        return f"OpenAIProvider(name={self.name!r}, base_url={url_without_credentials(self.base_url)!r}, model={self.model!r})"
 
 
 @dataclass(frozen=True)

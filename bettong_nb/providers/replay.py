@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import events, images, secrets
-from ..usage import Usage
 from ..provider import ProviderError, Request, Response
+from ..usage import Usage
 
 __all__ = ["Recording", "Replay", "ReplayMismatch", "cassette", "LIVE_ENV"]
 

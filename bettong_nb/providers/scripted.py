@@ -17,8 +17,8 @@ import re
 from typing import Any, Callable, Iterable, Mapping
 
 from .. import events
-from ..usage import Usage
 from ..provider import ProviderError, Request, Response
+from ..usage import Usage
 
 __all__ = ["Scripted"]
 
