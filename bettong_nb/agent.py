@@ -115,6 +115,7 @@ class _Run:
                     with approvals.approved(request, verdict):
                         output = await cap.run_tool(self.toolbox.registry, name, args)
                     text, call.data = output.text, output.data
+                    call.traceback = output.traceback and secrets.redact(output.traceback, extra=self.secrets)[0]
                 except approvals.Denied as refused:
                     verdict = refused.verdict
         if not verdict:
@@ -175,7 +176,8 @@ async def execute(provider: Provider, options: Options, prompt: str) -> RunResul
             if not uses:
                 done = not response.truncated()
                 return run.result(response.text(), done, stop_reason=response.stop_reason,
-                                  reason=None if done else "the answer hit max_tokens")
+                                  reason=None if done else "the answer hit max_tokens",
+                                  stop_details=response.stop_details)
             run.history.append({"role": "user", "content": [await run.tool_call(block) for block in uses]})
             if fields["tool_choice"] not in (None, "auto", "none"):
                 fields["tool_choice"] = "auto"  # a forced call ("required", a name) forces the first step only

@@ -4,10 +4,12 @@ results, sessions and batches share.
     result.output, result.tool_calls, result.usage, result.cost()
     result.usage_frame(), result.tool_frame()      # pandas, imported when asked for
     result.frames()                                # DataFrames tools handed back (query_data)
+    result.code_blocks("python")                   # the answer's code, fenced blocks in order
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -22,7 +24,9 @@ class ToolCall:
     carried by the events while the call runs, shown by the displays and listed in frames.
 
     ``status`` is ``running``/``awaiting approval`` while it goes, then ``ok``, ``error`` or
-    ``denied``; ``data`` is what the tool handed the person beside its text (a DataFrame)."""
+    ``denied``; ``data`` is what the tool handed the person beside its text (a DataFrame);
+    ``traceback`` is the traceback of a tool that raised (redacted, for the person: the model
+    reads only ``ERROR: Type: message``)."""
 
     tool: str
     capability: str | None
@@ -36,6 +40,7 @@ class ToolCall:
     step: int = 0
     turn: int = 1
     data: Any = field(default=None, repr=False)
+    traceback: str | None = field(default=None, repr=False)
 
 
 class Ledger:
@@ -83,15 +88,34 @@ class RunResult(Ledger):
     reason: str | None = None  # why the run stopped early, in words
     error: BaseException | None = None
     prices: Mapping[str, float] | None = None
+    stop_details: Any = None  # what the provider said about why it stopped (a refusal's category)
 
     def refused(self) -> bool:
+        """The model declined to answer (``stop_reason == "refusal"``); ``output`` is then empty."""
         return self.stop_reason == "refusal"
+
+    def why(self) -> str:
+        """Why the run has no answer, in a person's words ("" when it has one)."""
+        if self.refused():
+            return "the model refused to answer" + (f" — {_details(self.stop_details)}" if self.stop_details else "")
+        if self.stop_reason == "stopped":
+            return "stopped by you"  # the reason the model read is an instruction to it, not news to you
+        if self.done:
+            return ""
+        return self.reason or self.stop_reason or "not done"
 
     def answer_text(self) -> str:
         """The answer, or one line saying why there is none."""
+        if self.refused():
+            return f"({self.why()})"
         if self.output is not None:
             return self.output
-        return f"(no final answer: {self.reason or self.stop_reason or 'not done'})"
+        return f"(no final answer: {self.why()})"
+
+    def code_blocks(self, language: str | None = None) -> list[str]:
+        """The fenced code blocks of the answer, in order. With ``language`` ("python"), only the
+        blocks labelled with it (or an alias: py, python3, ipython) and the unlabelled ones."""
+        return code_blocks(self.output or "", language)
 
     def __str__(self) -> str:
         return f"{self.answer_text()}\n  {usage.summary(self.usage)}"
@@ -100,3 +124,35 @@ class RunResult(Ledger):
         answer = self.output if self.output is None or len(self.output) <= 60 else self.output[:60] + "…"
         return (f"RunResult(output={answer!r}, done={self.done}, steps={self.steps}, "
                 f"tool_calls={len(self.tool_calls)}, usage='{usage.summary(self.usage)}')")
+
+
+def _details(details: Any) -> str:
+    if isinstance(details, Mapping):
+        return "; ".join(f"{key}: {value}" for key, value in details.items() if key != "type" and value)
+    return str(details)
+
+
+_ALIASES = {"python": {"python", "py", "python3", "ipython", "ipython3", "pycon"}}
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([^`\s]*)[^\n]*$")
+
+
+def code_blocks(text: str, language: str | None = None) -> list[str]:
+    """The fenced (``` or ~~~) code blocks of Markdown ``text``, in order (see
+    :meth:`RunResult.code_blocks`); a block left open runs to the end of the text."""
+    wanted = None if language is None else _ALIASES.get(language.lower(), {language.lower()}) | {""}
+    blocks: list[str] = []
+    fence, label, lines = None, "", []
+    for line in text.splitlines():
+        if fence is None:
+            match = _FENCE.match(line)
+            if match and not (match.group(1)[0] == "`" and "`" in line[line.index("`") + len(match.group(1)):]):
+                fence, label, lines = match.group(1), match.group(2).lower(), []
+        elif line.strip().startswith(fence[0] * len(fence)) and not line.strip().strip(fence[0]):
+            if wanted is None or label in wanted:
+                blocks.append("\n".join(lines))
+            fence = None
+        else:
+            lines.append(line)
+    if fence is not None and (wanted is None or label in wanted):
+        blocks.append("\n".join(lines))
+    return blocks

@@ -2,7 +2,10 @@
 
     u = result.usage
     summary(u)   # '3 requests 3347 tokens (3042 in, 305 out) [2688 cached, 88% of input]'
-    cost(u, input=0.22, output=0.66, cache_hit=0.007)   # per million tokens, your currency
+    cost(u, input=0.22, output=0.66, cache_hit=0.007)   # per million tokens
+    line(u, {"input": 0.22, "output": 0.66})  # '1 request 120 tokens (100 in, 20 out) · cost $0.000035'
+
+Prices are in US dollars unless ``prices["currency"]`` names another (an ISO code: "EUR").
 
 ``prompt_tokens`` always counts the whole prompt, cached part included (Anthropic reports
 cache reads and writes beside its input count; its provider adds them in), so
@@ -15,8 +18,10 @@ from dataclasses import dataclass, fields
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Mapping
 
-__all__ = ["Usage", "RequestRecord", "from_openai", "summary", "line", "cost", "cost_parts", "cache_hit_rate",
-           "PRICE_KEYS", "ZERO"]
+from .errors import OptionError
+
+__all__ = ["Usage", "RequestRecord", "from_openai", "summary", "line", "cost", "cost_parts", "cost_text", "money",
+           "cache_hit_rate", "PRICE_KEYS", "ZERO"]
 
 PRICE_KEYS = ("input", "output", "cache_hit")
 
@@ -105,7 +110,7 @@ def summary(u: Usage) -> str:
 def check_prices(prices: Mapping[str, Any]) -> None:
     unknown = sorted(set(prices) - set(PRICE_KEYS))
     if unknown:
-        raise TypeError(f"Unknown price key{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
+        raise OptionError(f"Unknown price key{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
                         "prices is {'input': ..., 'output': ..., 'cache_hit': ...} per million tokens")
 
 
@@ -131,13 +136,23 @@ def cost(u: Usage | None, **prices: float | None) -> float | None:
     return parts["input"] + parts["cache_hit"] + parts["output"]
 
 
-def _money(value: float) -> str:
-    return f"{value:.6f}".rstrip("0").rstrip(".") if value else "0"
+def money(value: float, currency: str | None = None) -> str:
+    """An amount with its currency, to the millionth: ``$0.000093`` (US dollars, the default),
+    ``0.5 EUR`` for any other ISO code."""
+    amount = f"{value:.6f}".rstrip("0").rstrip(".") if value else "0"
+    code = (currency or "USD").upper()
+    return f"${amount}" if code == "USD" else f"{amount} {code}"
 
 
-def line(u: Usage, prices: Mapping[str, float] | None = None) -> str:
+def cost_text(u: Usage, prices: Mapping[str, Any]) -> str:
+    """What ``u`` cost at ``prices``, with the prices' currency: ``$0.000093``."""
+    spent = cost(u, **{key: prices[key] for key in PRICE_KEYS if key in prices}) or 0.0
+    return money(spent, prices.get("currency"))
+
+
+def line(u: Usage, prices: Mapping[str, Any] | None = None) -> str:
     """The usage line every display shows: :func:`summary`, and the cost when prices are known."""
     text = summary(u)
     if prices:
-        text += f" · cost {_money(cost(u, **prices) or 0.0)}"
+        text += f" · cost {cost_text(u, prices)}"
     return text

@@ -78,7 +78,7 @@ def test_a_handler_that_raises_is_reported_to_the_model():
 
     cap = {"id": "b", "tools": [{"name": "boom", "handler": boom}]}
     result, _ = run([[("boom", {})], "ok"], capabilities=[cap])
-    assert result.tool_calls[0].result == "ERROR: kaboom"
+    assert result.tool_calls[0].result == "ERROR: RuntimeError: kaboom"  # your tool's error, as Python names it
     assert result.tool_calls[0].status == "error" and result.done
 
 

@@ -32,7 +32,7 @@ def test_magics_notebook(tmp_path, monkeypatch):
     assert "read_note(path=&quot;todo.txt&quot;)</code> →" in activity and ">ok</span>" in activity
     assert "&lt;b&gt;contents of todo.txt&lt;/b&gt;" in activity  # a tool result is shown escaped
     assert _data(run, "text/markdown") == ["The note says **buy milk**."]
-    assert _data(run, "text/plain")[-1] == "2 requests 150 tokens (120 in, 30 out) [100 cached, 83% of input] · cost 0.00009"
+    assert _data(run, "text/plain")[-1] == "2 requests 150 tokens (120 in, 30 out) [100 cached, 83% of input] · cost $0.00009"
 
     lines = _stdout(nb.cells[2]).splitlines()
     assert lines[0] == "True The note says **buy milk**. ['ok']"  # -o VAR and _agent_result, set when the cell ended

@@ -19,7 +19,7 @@ from IPython.utils.capture import capture_output
 import bettong_nb
 from bettong_nb import events
 from bettong_nb.approvals import conversation
-from bettong_nb.notebook import approvals, magics
+from bettong_nb.notebook import approvals, interpolation, magics
 from bettong_nb.providers.offline import OFFLINE_NOTICE, OfflineModel
 from bettong_nb.providers.scripted import Scripted
 
@@ -236,13 +236,45 @@ def test_errors_are_clear_usage_errors(ip, cell, message):
     assert message in str(error)
 
 
-def test_a_failing_model_is_a_clear_error_and_leaves_the_session_as_it_was(ip):
-    chat = bettong_nb.agent(provider=Scripted([])).session()
+def test_a_failing_model_is_one_short_error_and_leaves_the_session_as_it_was(ip):
+    chat = bettong_nb.agent(provider=Scripted(["first"])).session()
     ip.user_ns["chat"] = chat
-    result, _ = _run(ip, "%%agent chat\nhi")
-    assert isinstance(result.error_in_exec, UsageError)
-    assert str(result.error_in_exec) == "ProviderError: The scripted model has no turn 1 (it was given 0)"
-    assert chat.turns == 0 and chat.transcript == []
+    _ok(ip, "%%agent chat\nhi")
+    assert ip.user_ns["_agent_result"].output == "first"
+    result, captured = _run(ip, "%%agent chat\nagain")
+    error = result.error_in_exec
+    assert isinstance(error, bettong_nb.ProviderError)
+    line = "ProviderError: The scripted model has no turn 2 (it was given 1)"
+    assert error._render_traceback_() == [line]  # IPython shows this one line, no traceback
+    shown = captured.stdout + captured.stderr + "".join(o.data.get("text/plain", "") for o in captured.outputs)
+    assert shown.count("has no turn 2") == 1, shown  # once: no "✘ X" before the error
+    assert chat.turns == 1 and len(chat.transcript) == 3
+    assert "_agent_result" not in ip.user_ns  # never the previous cell's answer
+
+
+def test_user_errors_are_one_line_in_a_notebook_and_bugs_keep_their_traceback(ip, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    ip.user_ns["bettong_nb"] = bettong_nb
+    cells = {
+        "bettong_nb.openai(base_url='http://127.0.0.1:9/v1').run('hi')": "ProviderError: No OpenAI API key",
+        "bettong_nb.agent(provider=lambda r: None, max_step=3)": "OptionError: Unknown agent option: max_step.",
+        "bettong_nb.agent(provider=lambda r: None).run('hi', cost_budget=1)": "OptionError: cost_budget needs prices",
+    }
+    for cell, start in cells.items():
+        result, captured = _run(ip, cell)
+        rendered = result.error_in_exec._render_traceback_()
+        assert len(rendered) == 1 and rendered[0].startswith(start), (cell, rendered)
+    result, _ = _run(ip, "bettong_nb.agent(provider=lambda request: request.missing).run('hi')")
+    assert isinstance(result.error_in_exec, AttributeError)  # a bug: the full traceback, as Python shows it
+    assert not hasattr(result.error_in_exec, "_render_traceback_")
+    ip.user_ns.pop("bettong_nb")
+
+
+def test_unknown_and_abbreviated_options_point_to_the_help(ip):
+    for cell, message in (("%%agent --verbose\nhi", "unrecognized arguments: --verbose (see %%agent --help)"),
+                          ("%%agent --max-step 3\nhi", "unrecognized arguments: --max-step (see %%agent --help)")):
+        result, _ = _run(ip, cell)
+        assert isinstance(result.error_in_exec, UsageError) and str(result.error_in_exec) == message
 
 
 # --- interpolation ----------------------------------------------------------------------------
@@ -298,17 +330,17 @@ INTERPOLATION = [
 @pytest.mark.parametrize("template, expected", INTERPOLATION, ids=[t for t, _ in INTERPOLATION])
 def test_interpolation(template, expected, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert magics.interpolate(template, NAMESPACE) == expected
+    assert interpolation.interpolate(template, NAMESPACE) == expected
     assert not (tmp_path / "pwned").exists()
 
 
 def test_a_dataframe_interpolates_as_a_bounded_preview():
     df = pd.DataFrame({"city": [f"c{i}" for i in range(500)], "value": range(500), "text": ["x" * 300] * 500})
-    text = magics.interpolate("Look at {df}", {"df": df})
+    text = interpolation.interpolate("Look at {df}", {"df": df})
     assert text.startswith("Look at DataFrame (500 × 3):\n")
     assert "c9" in text and "c10 " not in text and "… (490 more rows)" in text
-    assert len(text) <= len("Look at ") + magics.PREVIEW_CHARS + 50
-    series = magics.interpolate("{s}", {"s": df["value"]})
+    assert len(text) <= len("Look at ") + interpolation.PREVIEW_CHARS + 50
+    series = interpolation.interpolate("{s}", {"s": df["value"]})
     assert series.startswith("Series (500):") and len(series.splitlines()) < 15
 
 

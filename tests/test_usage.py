@@ -71,5 +71,12 @@ def test_the_usage_line_is_the_summary_and_the_cost():
     assert usage.line(u) == summary(u) == "3 requests 3347 tokens (3042 in, 305 out) [2688 cached, 88% of input]"
     priced = usage.line(u, {"input": 1.0, "output": 2.0, "cache_hit": 0.1})
     expected = cost(u, input=1.0, output=2.0, cache_hit=0.1)
-    assert priced == f"{summary(u)} · cost {expected:.6f}".rstrip("0")
+    assert priced == f"{summary(u)} · cost ${expected:.6f}".rstrip("0")
+    assert usage.line(u, {"input": 1.0, "output": 2.0, "currency": "eur"}).endswith(" EUR")
+    assert usage.line(usage.Usage(requests=1, prompt_tokens=93), {"input": 1.0}).endswith("· cost $0.000093")
+
+
+def test_money_carries_its_currency():
+    assert usage.money(0.000093) == "$0.000093" and usage.money(0) == "$0"
+    assert usage.money(1.5, "EUR") == "1.5 EUR" and usage.money(0.25, "usd") == "$0.25"
     assert usage.line(usage.Usage(requests=1)) == "1 request 0 tokens (0 in, 0 out)"

@@ -22,7 +22,8 @@ from .. import events, usage
 from ..results import ToolCall
 from ..terminal import RAN, args_preview, call_line, duration_text, json_text
 
-__all__ = ["result_html", "session_html", "tool_block", "css_id", "LiveView", "PromptSlot", "RESULT_PREVIEW_CHARS"]
+__all__ = ["result_html", "session_html", "batch_text", "batch_html", "answer_bundle", "tool_block", "css_id",
+           "LiveView", "PromptSlot", "RESULT_PREVIEW_CHARS"]
 
 RESULT_PREVIEW_CHARS = 20_000  # a tool result longer than this is cut in the display (never in the data)
 
@@ -74,12 +75,17 @@ def _capped(text: str, limit: int = RESULT_PREVIEW_CHARS) -> str:
     return text[:limit] + f"\n… ({len(text) - limit} more characters; the full text is in result.tool_calls)"
 
 
-def tool_block(call: ToolCall, *, note: str | None = None) -> str:
-    """One tool call as ``<details>``: summary ``tool(args…) → status · duration``, then the full
-    arguments and the result, HTML-escaped."""
+def tool_block(call: ToolCall, *, note: str | None = None, decision: str | None = None) -> str:
+    """One tool call as ``<details>``: summary ``tool(args…) → status · decision · duration``, then
+    the full arguments, the result and, when the tool raised, its traceback, HTML-escaped.
+    ``decision`` is how a person decided the call ("allowed by you"); a denial's decision says
+    "denied: why" in place of the bare status."""
     colour = _STATUS_COLOURS.get(call.status, "inherit")
+    shown = decision if decision and decision.startswith(call.status) else call.status
     parts = [f'<code style="{_CALL}">{_esc(call.tool)}({_esc(args_preview(call.args))})</code> → '
-             f'<span style="color:{colour};font-weight:600;white-space:nowrap">{_esc(call.status)}</span>']
+             f'<span style="color:{colour};font-weight:600;white-space:nowrap">{_esc(shown)}</span>']
+    if decision and shown != decision:
+        parts.append(f'<span class="bettong-decision" style="opacity:.75;white-space:nowrap"> · {_esc(decision)}</span>')
     if call.redactions:
         parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {call.redactions} redacted</span>')
     if call.duration_s is not None and call.status in RAN:
@@ -93,6 +99,9 @@ def tool_block(call: ToolCall, *, note: str | None = None) -> str:
         body.append(f'<div style="{_MUTED}">reason: {_esc(call.reason)}</div>')
     if call.result is not None:
         body.append(f'<div style="{_LABEL}">RESULT</div><pre style="{_PRE}">{_esc(_capped(call.result))}</pre>')
+    if getattr(call, "traceback", None):
+        body.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY};{_LABEL}">TRACEBACK</summary>'
+                    f'<pre style="{_PRE}">{_esc(_capped(call.traceback))}</pre></details>')
     css = f"bettong-tool bettong-call-{css_id(call.id)}" if call.id else "bettong-tool"
     return (f'<details class="{css}" style="{_DETAILS}"><summary style="{_SUMMARY}">{"".join(parts)}</summary>'
             f'{"".join(body)}</details>')
@@ -182,9 +191,8 @@ def result_html(result: Any) -> str:
     """A RunResult as an HTML transcript: prompt, answers, tool calls, and a usage line."""
     parts = _messages_html(result.messages, result.tool_calls)
     footer = _esc(usage.line(result.usage, result.prices))
-    if not result.done:
-        why = _esc(result.reason or result.stop_reason)
-        footer = f'<span style="color:{_ERROR}">stopped early: {why}</span> · {footer}'
+    if not result.done or result.refused():
+        footer = f'<span style="color:{_ERROR}">{_esc(result.why())}</span> · {footer}'
     return _wrap(parts, footer)
 
 
@@ -195,6 +203,34 @@ def session_html(session: Any) -> str:
     if not session.transcript:
         parts.append(f'<div style="{_MUTED}">(no turns yet)</div>')
     return _wrap(parts, _esc(usage.line(session.usage, session.prices)))
+
+
+def batch_text(results: Any) -> str:
+    """A Batch in one line: ``Batch of 10: 7 done · 0 failed · 3 cancelled · <usage line>``."""
+    failed, cancelled = len(results.failed), len(results.cancelled)
+    counts = [f"{len(results) - failed - cancelled} done", f"{failed} failed"]
+    if cancelled:
+        counts.append(f"{cancelled} cancelled")
+    return f"Batch of {len(results)}: {' · '.join(counts)} · {usage.line(results.usage, results.prices)}"
+
+
+def batch_html(results: Any) -> str:
+    return (f'<div class="bettong-batch" style="{_BOX}">{_esc(batch_text(results))}'
+            f'<div style="{_MUTED}">results[i] is item i\'s RunResult; results.usage_frame() has one row per '
+            f'request</div></div>')
+
+
+def answer_bundle(text: str, fmt: str = "markdown") -> dict:
+    """How an answer is shown in format ``fmt`` (``%%agent -f``): Markdown made safe, plain
+    text, or HTML sanitised (no scripts, no event handlers, nothing fetched)."""
+    if fmt == "text":
+        return {"text/plain": text}
+    if fmt == "html":
+        from ..sanitize import html_answer  # the one sanitiser for model HTML
+
+        return {"text/html": f'<div class="bettong-html-answer" style="{_PROSE}">{html_answer(text)}</div>',
+                "text/plain": text}
+    return {"text/markdown": safe_markdown(text), "text/plain": text}
 
 
 # --- live views -------------------------------------------------------------------------------
@@ -219,11 +255,13 @@ def _show(bundle: dict) -> Any:
 
 class PromptSlot:
     """An empty output reserved now that becomes a column of widgets (approval prompts) when the
-    first one is shown: nothing is left behind when no prompt ever comes, and prompts land in
-    this cell even when a background task shows them later."""
+    first one is shown, and empty again when the last waiting one is decided: prompts land in
+    this cell even when a background task shows them later, and no widget is left behind.
+    Each decided prompt's line of record goes to ``on_record(call_id, line)``."""
 
-    def __init__(self, show: Callable[[dict], Any] = _show):
+    def __init__(self, show: Callable[[dict], Any] = _show, on_record: Callable[[str, str], None] | None = None):
         self.handle = show({"text/plain": "", "text/html": ""})
+        self.on_record = on_record
         self.box: Any = None
 
     def __call__(self, widget: Any) -> None:
@@ -233,12 +271,23 @@ class PromptSlot:
             self.box = ipywidgets.VBox([widget])
             self.box.add_class("bettong-approvals")
             bundle = self.box._repr_mimebundle_()
-            # Where widgets do not render (a saved notebook in a static viewer) say what this was;
-            # the decisions are in the tool-call blocks above.
-            bundle["text/plain"] = "(approval prompts: interactive widgets)"
+            bundle["text/plain"] = "(approval prompts waiting)"
             self.handle.update(bundle, raw=True)
         else:
             self.box.children = (*self.box.children, widget)
+
+    def settle(self, widget: Any, request: Any, line: str) -> None:
+        """``widget`` (None for a call allowed without asking) was decided: record ``line``, and
+        take the prompt away."""
+        if self.on_record is not None:
+            self.on_record(request.call_id, line)
+        if widget is None or self.box is None:
+            return
+        self.box.children = tuple(w for w in self.box.children if w is not widget)
+        if not self.box.children:
+            self.box.close()
+            self.box = None
+            self.handle.update({"text/plain": "", "text/html": ""}, raw=True)
 
 
 class LiveView:
@@ -253,6 +302,7 @@ class LiveView:
         self.interval = interval
         self.items: list[Any] = []  # in order: ToolCall records, and {"kind": "text"|"thinking"|"note", "text"}
         self.notes: dict[str, str] = {}  # call id -> a line under its arguments ("waiting for your decision")
+        self.decisions: dict[str, str] = {}  # call id -> how a person decided it ("allowed by you")
         self.current = ""  # the text of the step being streamed
         self.thinking = ""
         self.status: str | None = None  # a transient line: waiting for the model, writing a tool call
@@ -263,8 +313,8 @@ class LiveView:
         self._closed = False
         empty = {"text/plain": "", "text/html": ""}
         self.handles = {"activity": show(dict(empty))}
-        # Approval prompts go below the tool calls and above the answer.
-        self.prompts = PromptSlot(show) if prompts else None
+        # Approval prompts go below the tool calls and above the answer, their records into the calls.
+        self.prompts = PromptSlot(show, on_record=self.record) if prompts else None
         self.handles.update({name: show(dict(empty)) for name in ("answer", "footer")})
 
     # the listener
@@ -299,9 +349,9 @@ class LiveView:
             self.notes[event.call_id] = "waiting for your decision"
             self._touch("activity")
         elif isinstance(event, events.ApprovalDecided):
-            # A denial needs no note: the status says it, and the block shows the reason.
+            # The status says it; how a person decided comes in the call's record (record()).
             self._set_status(event.call_id, "running" if event.allowed else "denied")
-            self.notes[event.call_id] = "allowed" if event.allowed else ""
+            self.notes.pop(event.call_id, None)
             self._touch("activity")
         elif isinstance(event, events.ToolCallFinished):
             self._touch("activity")
@@ -309,8 +359,11 @@ class LiveView:
             self._note(f"↻ {event.provider}: retry {event.attempt} in {event.delay_s:.1f} s ({event.reason})")
         elif isinstance(event, events.CacheWarning):
             self._note(f"⚠ {event.message}")
-        elif isinstance(event, events.BudgetExceeded):
-            self._note(f"⛔ stopped: {event.reason}")
+
+    def record(self, call_id: str, line: str) -> None:
+        """How a person decided call ``call_id``: shown beside the call, kept when the cell is saved."""
+        self.decisions[call_id] = line
+        self._touch("activity")
 
     def _set_status(self, call_id: str, status: str) -> None:
         for item in self.items:
@@ -339,7 +392,7 @@ class LiveView:
         parts = []
         for item in self.items:
             if isinstance(item, ToolCall):
-                parts.append(tool_block(item, note=self.notes.get(item.id)))
+                parts.append(tool_block(item, note=self.notes.get(item.id), decision=self.decisions.get(item.id)))
             elif item["kind"] == "text":
                 parts.append(_answer_html(item["text"]))
             elif item["kind"] == "thinking":
@@ -351,7 +404,7 @@ class LiveView:
             parts.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">thinking…</summary>'
                          f'<pre style="{_PRE}">{_esc(self.thinking)}</pre></details>')
         if self.status:
-            parts.append(f'<div style="{_MUTED}">⏳ {_esc(self.status)}</div>')
+            parts.append(f'<div class="bettong-status" style="{_MUTED}">{_esc(self.status)}</div>')
         return f'<div class="bettong-live" style="{_BOX}">{"".join(parts)}</div>' if parts else ""
 
     def activity_text(self) -> str:
@@ -400,30 +453,34 @@ class LiveView:
         self._sent[name] = key
         self.handles[name].update(bundle, raw=True)
 
-    def finish(self, result: Any) -> None:
-        """The final flush: the answer as Markdown, the usage line, no transient status."""
+    def _settle(self, unfinished: str) -> None:
         self.status = None
         for item in self.items:
             if isinstance(item, ToolCall) and item.status in ("running", "awaiting approval"):
-                item.status = "not finished"
+                item.status = unfinished
         self._dirty.add("activity")
         self.flush()
-        if result.output:
-            self._update("answer", {"text/markdown": safe_markdown(result.output), "text/plain": result.output})
-        elif result.output is None:
+
+    def finish(self, result: Any, *, answer: dict | None = None) -> None:
+        """The final flush: the answer (Markdown, or the bundle ``answer`` when given), the usage
+        line, no transient status. No answer shows why, in a person's words."""
+        self._settle("not finished")
+        if result.output and not result.refused():
+            self._update("answer", answer or answer_bundle(result.output))
+        elif result.why():
             why = result.answer_text()
-            self._update("answer", {"text/html": f'<div style="{_MUTED};color:{_ERROR};opacity:1">{_esc(why)}</div>',
-                                    "text/plain": why})
+            self._update("answer", {"text/html": f'<div class="bettong-why" style="{_MUTED};color:{_ERROR};opacity:1">'
+                                                 f'{_esc(why)}</div>', "text/plain": why})
         line = usage.line(result.usage, result.prices or self.prices)
         self._update("footer", {"text/html": f'<div class="bettong-usage" style="{_MUTED}">{_esc(line)}</div>',
                                 "text/plain": line})
         self._closed = True
 
-    def fail(self, message: str) -> None:
-        """End the view with an error line instead of an answer."""
-        self.status = None
-        self._dirty.add("activity")
-        self.flush()
-        self._update("footer", {"text/html": f'<div class="bettong-error" style="{_MUTED};color:{_ERROR};opacity:1">'
-                                             f'{_esc(message)}</div>', "text/plain": message})
+    def fail(self, message: str | None = None, *, unfinished: str = "not finished") -> None:
+        """End the view without an answer: tool calls still going marked ``unfinished``, and
+        ``message`` as the last line when given (a cell that raises says it once, in its error)."""
+        self._settle(unfinished)
+        if message:
+            self._update("footer", {"text/html": f'<div class="bettong-error" style="{_MUTED};color:{_ERROR};'
+                                                 f'opacity:1">{_esc(message)}</div>', "text/plain": message})
         self._closed = True
