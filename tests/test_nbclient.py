@@ -1,18 +1,14 @@
-"""The magics in real kernels: notebooks run by nbclient (no widget frontend), and an interrupt
-sent to a kernel while an approval prompt waits."""
+"""The magics in real kernels: notebooks run by nbclient (no widget frontend). Interrupts in a
+live kernel are in test_kernel_interrupts.py."""
 
 from __future__ import annotations
 
 import json
-import queue
 import shutil
-import time
 from pathlib import Path
 
 import nbformat
-from jupyter_client.manager import start_new_kernel
 
-from bettong_nb.notebook.approvals import INTERRUPT_REASON
 from support.notebooks import WIDGET, data as _data, run_notebook, stdout as _stdout
 
 NOTEBOOKS = Path(__file__).parent / "notebooks"
@@ -67,70 +63,3 @@ def test_an_approval_without_a_frontend_is_denied_by_the_headless_policy(tmp_pat
 def test_task_mode_returns_at_once_and_wait_joins(tmp_path, monkeypatch):
     nb = _execute("task_mode.ipynb", tmp_path, monkeypatch)
     assert _stdout(nb.cells[2]).splitlines() == ["returned before the answer: True", "Background answer. True 1"]
-
-
-def _until(kc, predicate, timeout: float) -> list[dict]:
-    """Read iopub messages until ``predicate(message)``; return them all."""
-    seen, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            message = kc.get_iopub_msg(timeout=0.5)
-        except queue.Empty:
-            continue
-        seen.append(message)
-        if predicate(message):
-            return seen
-    raise AssertionError(f"not seen within {timeout} s: {[m['msg_type'] for m in seen]}")
-
-
-def test_approvals_in_a_live_kernel_interrupt_and_blocking_calls(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    km, kc = start_new_kernel(kernel_name="python3")
-    try:
-        setup = "\n".join([
-            "%load_ext bettong_nb",
-            "import bettong_nb",
-            "from bettong_nb.notebook import approvals",
-            "from bettong_nb.providers.scripted import Scripted",
-            "approvals._frontend = True  # pretend a browser is attached: the prompt waits for a click",
-            "ran = []",
-            "def touch(path: str) -> str:",
-            "    '''Touch a file.'''",
-            "    ran.append(path)",
-            "    return 'touched'",
-            "model = Scripted([[('touch', {'path': 'a'})], [('touch', {'path': 'b'})], 'Stopped as asked.'])",
-            "bot = bettong_nb.agent(provider=model, capabilities=[{'id': 'fs', 'instructions': None,",
-            "                                                       'tools': [bettong_nb.tool(touch)]}])",
-        ])
-        assert kc.execute_interactive(setup, timeout=30)["content"]["status"] == "ok"
-        msg_id = kc.execute("%%agent bot --approve -o res\nTouch two files")
-        _until(kc, lambda m: m["parent_header"].get("msg_id") == msg_id and WIDGET in m["content"].get("data", {}),
-               timeout=30)  # the prompt is on screen
-        km.interrupt_kernel()
-        reply = kc.get_shell_msg(timeout=30)
-        assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "ok", reply["content"]
-        out = []
-        check = "print(json.dumps([ran, [c.status for c in res.tool_calls], res.stop_reason, len(model.requests), " \
-                "[b['content'] for b in res.messages[-1]['content']]]))"
-        kc.execute_interactive("import json\n" + check, timeout=30,
-                               output_hook=lambda m: m["msg_type"] == "stream" and out.append(m["content"]["text"]))
-        ran, statuses, stop_reason, requests, told = json.loads("".join(out))
-        # the interrupt denies the waiting call and ends the run: no further model request
-        assert ran == [] and statuses == ["denied"] and stop_reason == "stopped" and requests == 1
-        assert told == [f"ERROR: touch was not allowed: {INTERRUPT_REASON}"]
-
-        # A blocking agent.run() in a cell: no click could arrive, so it is denied at once, not hung.
-        out.clear()
-        blocking = "\n".join([
-            "caps = [{'id': 'fs', 'instructions': None, 'tools': [bettong_nb.tool(touch)]}]",
-            "r = bettong_nb.agent(provider=Scripted([[('touch', {'path': 'c'})], 'ok']), capabilities=caps,",
-            "                     approve_fn=approvals.ask_with_buttons).run('go')",
-            "print(json.dumps([ran, r.tool_calls[0].reason]))",
-        ])
-        kc.execute_interactive(blocking, timeout=30,
-                               output_hook=lambda m: m["msg_type"] == "stream" and out.append(m["content"]["text"]))
-        ran, reason = json.loads("".join(out))
-        assert ran == [] and reason.startswith("no one approved it: the agent runs in a blocking call")
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)

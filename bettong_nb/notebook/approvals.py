@@ -126,6 +126,13 @@ class _Interrupts:
 _interrupts = _Interrupts()
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class _Prompt:
     """The widget for one call; ``future`` gets the verdict, ``on_decided`` the line of record."""
 
@@ -178,7 +185,10 @@ class _Prompt:
         # Clicks may arrive on a comm thread; the future and the display belong to the loop running the agent.
         self.loop.call_soon_threadsafe(lambda: self.future.done() or self.future.set_result(verdict))
         if self.on_decided is not None:
-            self.loop.call_soon_threadsafe(self.on_decided, self, shown)
+            if _running_loop() is self.loop:  # decided in the run itself (a timeout, a stop): record it now
+                self.on_decided(self, shown)
+            else:
+                self.loop.call_soon_threadsafe(self.on_decided, self, shown)
 
     def close(self) -> None:
         for widget in (self.widget, *self.widget.children, *self.widget.children[1].children):

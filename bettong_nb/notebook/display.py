@@ -364,6 +364,8 @@ class LiveView:
         """How a person decided call ``call_id``: shown beside the call, kept when the cell is saved."""
         self.decisions[call_id] = line
         self._touch("activity")
+        if self._closed:  # a late record (a click that raced the end): straight to the cell
+            self.flush()
 
     def _set_status(self, call_id: str, status: str) -> None:
         for item in self.items:
@@ -458,6 +460,7 @@ class LiveView:
         for item in self.items:
             if isinstance(item, ToolCall) and item.status in ("running", "awaiting approval"):
                 item.status = unfinished
+                self.notes.pop(item.id, None)
         self._dirty.add("activity")
         self.flush()
 
