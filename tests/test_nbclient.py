@@ -3,7 +3,6 @@ live kernel are in test_kernel_interrupts.py."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 

@@ -563,3 +563,77 @@ def test_approve_in_a_cell_records_decisions_on_the_result(ip, monkeypatch):
     assert call.reason.startswith("no one approved it: no widget frontend")
     html = "".join(o.data.get("text/html", "") for o in captured.outputs)
     assert re.search(r'→ <span style="color:var\(--jp-error-color1[^"]*">denied</span>', html)
+
+
+def _recorded_run(monkeypatch, turns, clicks):
+    """A run drawn by a LiveView whose prompts are answered by ``clicks``: (the final bundles of
+    activity, prompt slot and answer; the result; the prompts shown)."""
+    from bettong_nb.notebook.display import LiveView
+    from test_notebook_display import Recorder
+
+    monkeypatch.setattr(approvals, "_frontend", True)
+    recorder = Recorder()
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        view = LiveView(show=recorder.show, interval=0, prompts=True)
+        approver = approvals.ButtonApprover(timeout=5, show=view.prompts)
+        shown = []
+
+        def show(widget):
+            view.prompts(widget)
+            shown.append(approver.prompts[-1])
+            loop.call_later(0.01, clicks[len(shown) - 1], shown[-1])
+
+        approver.show = show
+        show.settle = view.prompts.settle
+        agent = _tool_agent(Scripted(turns), approve_fn=approver, on_event=view)
+        with conversation(approver):  # a conversation across the steps, as a Session makes
+            result = await agent.arun("go")
+        view.finish(result)
+        return result, shown
+
+    result, shown = asyncio.run(main())
+    activity, slot, answer = (recorder.handles[i].bundles[-1] for i in range(3))
+    summaries = [re.sub(r"<[^>]+>", "", s) for s in re.findall(r"<summary[^>]*>(.*?)</summary>",
+                                                                 activity["text/html"], re.S)]
+    decided = [s.split("→ ")[1].split(" · ")[:2] for s in summaries]
+    return decided, slot, answer, result, shown
+
+
+def test_decided_prompts_collapse_to_one_line_beside_their_calls(monkeypatch):
+    turns = [[("note", {"text": "a"}), ("note", {"text": "b"}), ("note", {"text": "c"})],
+             [("note", {"text": "d"}), ("note", {"text": "e"})], "never asked"]
+    clicks = [lambda p: _click(p, "allow"), lambda p: _click(p, "deny", "not b"), lambda p: _click(p, "deny"),
+              lambda p: _click(p, "stop")]
+    decided, slot, answer, result, shown = _recorded_run(monkeypatch, turns, clicks)
+    assert decided == [["ok", "allowed by you"], ["denied: not b"], ["denied by you"], ["denied", "stopped by you"],
+                       ["denied"]]  # e was denied by the stop, without a prompt
+    assert slot == {"text/plain": "", "text/html": ""}  # no widget is left in the cell
+    assert len(shown) == 4 and all(p.widget.comm is None for p in shown)  # the prompts' widgets are closed
+    assert answer["text/plain"] == "(no final answer: stopped by you)"  # not the instruction the model read
+    assert result.reason == approvals.STOP_REASON
+
+    turns = [[("note", {"text": "a"})], [("note", {"text": "b"})], "done"]
+    decided, slot, answer, _, shown = _recorded_run(monkeypatch, turns, [lambda p: _click(p, "always")])
+    assert decided == [["ok", "allowed always (this session)"]] * 2 and len(shown) == 1
+    assert slot == {"text/plain": "", "text/html": ""} and answer["text/markdown"] == "done"
+
+
+def test_a_prompt_outside_a_cell_magic_is_replaced_by_its_record(ip, monkeypatch):
+    monkeypatch.setattr(approvals, "_frontend", True)
+    approver = approvals.ButtonApprover(timeout=5)  # no show: each prompt gets an output of its own
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.05, lambda: _click(approver.prompts[-1], "deny", "no thanks"))
+        return await _tool_agent(Scripted([[("note", {"text": "a"})], "ok"]), approve_fn=approver).arun("go")
+
+    with capture_output() as captured:
+        result = asyncio.run(main())
+    assert result.tool_calls[0].status == "denied"
+    prompt, record = captured.outputs
+    assert "application/vnd.jupyter.widget-view+json" in prompt.data
+    assert record.update and record.transient == prompt.transient  # the same output, replaced
+    assert record.data["text/plain"] == 'note(text="a") — denied: no thanks'
+    assert 'class="bettong-decision"' in record.data["text/html"]
