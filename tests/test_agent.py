@@ -343,3 +343,34 @@ def test_auto_and_none_stay_as_given():
     for choice in ("auto", "none"):
         _, model = run([[("get_weather", {"city": "x"})], "done"], capabilities=[weather_cap()], tool_choice=choice)
         assert [r.tool_choice for r in model.requests] == [choice, choice]
+
+
+@pytest.mark.parametrize("approve_fn, ran", [
+    ({}, True), ({"reason": "r"}, True), ({"allowed": False, "reason": "r"}, False), (lambda r: {}, True),
+    (lambda r: {"allowed": False}, False), (True, True), (False, False),
+])
+def test_approval_answers_match_the_seed(approve_fn, ran):
+    calls = []
+    hook = approve_fn if callable(approve_fn) or isinstance(approve_fn, bool) else (lambda r, v=approve_fn: v)
+    result, _ = run([[("get_weather", {"city": "Vilnius"})], "ok"], capabilities=[weather_cap(calls)],
+                    approve_fn=hook)
+    assert (calls == ["Vilnius"]) is ran and result.tool_calls[0].status == ("ok" if ran else "denied")
+
+
+def test_max_steps_none_as_an_override_means_the_default():
+    result, model = run([[("get_weather", {"city": "V"})]] * 12, capabilities=[weather_cap()])
+    overridden = bettong_nb.agent(provider=Scripted([[("get_weather", {"city": "V"})]] * 12),
+                                  capabilities=[weather_cap()]).run("go", max_steps=None)
+    assert result.steps == overridden.steps == 10 and overridden.reason == "hit max_steps (10)"
+
+
+def test_a_refused_answer_is_not_the_answer():
+    from bettong_nb.providers import Response
+
+    refusal = Response(content=[{"type": "text", "text": "partial text the model took back"}], stop_reason="refusal",
+                       stop_details={"type": "refusal", "category": "cyber", "explanation": "not this"})
+    result, _ = run([refusal])
+    assert result.output == "" and result.refused() and result.done
+    assert result.why() == "the model refused to answer — category: cyber; explanation: not this"
+    assert result.answer_text() == "(the model refused to answer — category: cyber; explanation: not this)"
+    assert result.stop_details["category"] == "cyber"

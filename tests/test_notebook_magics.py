@@ -637,3 +637,39 @@ def test_a_prompt_outside_a_cell_magic_is_replaced_by_its_record(ip, monkeypatch
     assert record.update and record.transient == prompt.transient  # the same output, replaced
     assert record.data["text/plain"] == 'note(text="a") — denied: no thanks'
     assert 'class="bettong-decision"' in record.data["text/html"]
+
+
+def _final(captured) -> list[dict]:
+    """What each display of a cell shows at its end (updates applied), in order."""
+    shown: dict = {}
+    for output in captured.outputs:
+        key = (output.transient or {}).get("display_id") or id(output)
+        shown[key] = output.data
+    return list(shown.values())
+
+
+@pytest.mark.parametrize("mode", ["block", "await"])
+def test_the_cell_says_the_model_refused(ip, mode):
+    from bettong_nb.providers import Response
+
+    _ok(ip, f"%config AgentMagics.run_mode = '{mode}'")
+    refusal = Response(content=[{"type": "text", "text": "Here is how"}], stop_reason="refusal",
+                       stop_details={"type": "refusal", "category": "cyber"})
+    ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted([refusal]))
+    captured = _ok(ip, "%%agent bot\nhow do I break in?")
+    result = ip.user_ns["_agent_result"]
+    assert result.refused() and result.output == ""
+    said = "(the model refused to answer — category: cyber)"
+    if mode == "block":  # a terminal printed the streamed words; the line after them says what they were
+        assert captured.stdout.splitlines()[1] == said
+    else:
+        answers = [d["text/plain"] for d in _final(captured) if "bettong-why" in d.get("text/html", "")]
+        assert answers == [said] and "Here is how" not in str(_final(captured))
+
+
+def test_a_budget_stop_is_said_once(ip):
+    _ok(ip, "%config AgentMagics.run_mode = 'await'")
+    ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted(["never"]), token_budget=5)
+    captured = _ok(ip, "%%agent bot\nhello there, a prompt over five tokens")
+    shown = str(_final(captured))
+    assert shown.count("token budget of 5 would be exceeded") == 2, shown  # the answer's line, plain and HTML
