@@ -54,9 +54,9 @@ class Batch(list, Ledger):
         """The items a cancel (Ctrl-C, the stop button) stopped or never started."""
         return [r for r in self if _was_cancelled(r)]
 
-    def usage_frame(self, prices: Mapping[str, float] | None = None):
+    def usage_frame(self, prices: Mapping[str, float] | None = None, *, full: bool = False):
         """One row per model request, with an ``item`` column (the input's position)."""
-        frame = super().usage_frame(prices)
+        frame = super().usage_frame(prices, full=full)
         frame.insert(0, "item", [i for i, r in enumerate(self) for _ in r.requests])
         return frame
 

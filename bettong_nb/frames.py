@@ -2,6 +2,7 @@
 
     session.usage_frame(prices={"input": 0.27, "output": 1.10, "cache_hit": 0.07})
     session.usage_frame().groupby("turn")[["prompt_tokens", "completion_tokens"]].sum()
+    session.usage_frame(full=True)        # every column: cache misses, reasoning, latency, each cost part
     session.tool_frame().groupby(["tool", "status"], observed=True).duration_s.describe()
 
 pandas is imported when a frame is asked for, never before.
@@ -13,11 +14,13 @@ from typing import Any, Iterable, Mapping
 
 from .usage import check_prices, cost_parts
 
-__all__ = ["usage_frame", "tool_frame", "USAGE_COLUMNS", "COST_COLUMNS", "TOOL_COLUMNS", "STATUSES"]
+__all__ = ["usage_frame", "tool_frame", "USAGE_COLUMNS", "COST_COLUMNS", "SHORT_COLUMNS", "TOOL_COLUMNS", "STATUSES"]
 
 USAGE_COLUMNS = ("turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
                  "cache_miss_tokens", "reasoning_tokens", "latency_s")
 COST_COLUMNS = ("cost_input", "cost_output", "cost_cache_hit", "cost_total")
+# What a usage frame shows by default: narrow enough for a notebook cell, the same on every run.
+SHORT_COLUMNS = ("turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens", "cost_total")
 TOOL_COLUMNS = ("turn", "step", "tool", "capability", "args", "status", "duration_s", "result_chars", "redactions")
 STATUSES = ("ok", "error", "denied")
 
@@ -39,9 +42,11 @@ def _typed(rows: list[dict], columns: tuple[str, ...], categories: Mapping[str, 
     return frame
 
 
-def usage_frame(requests: Iterable[Any], prices: Mapping[str, float] | None = None):
+def usage_frame(requests: Iterable[Any], prices: Mapping[str, float] | None = None, *, full: bool = False):
     """One row per model request (``bettong_nb.usage.RequestRecord``); cost columns when
-    ``prices`` (per million tokens: input, output, cache_hit) are given."""
+    ``prices`` (per million tokens: input, output, cache_hit) are given. By default the
+    :data:`SHORT_COLUMNS`; ``full=True`` adds cache misses, reasoning tokens, latency and the
+    cost's parts."""
     if prices:
         check_prices(prices)
     rows = []
@@ -58,7 +63,8 @@ def usage_frame(requests: Iterable[Any], prices: Mapping[str, float] | None = No
         rows.append(row)
     columns = USAGE_COLUMNS + (COST_COLUMNS if prices else ())
     models = sorted({row["model"] for row in rows if row["model"] is not None})
-    return _typed(rows, columns, {"model": models})
+    frame = _typed(rows, columns, {"model": models})
+    return frame if full else frame[[c for c in SHORT_COLUMNS if c in frame.columns]]
 
 
 def tool_frame(tool_calls: Iterable[Any]):

@@ -55,11 +55,12 @@ class Ledger:
         prices = prices or self.prices
         return usage.cost(self.usage, **prices) if prices else None
 
-    def usage_frame(self, prices: Mapping[str, float] | None = None):
-        """One row per model request: tokens, cache hits, latency, and costs when prices are known."""
+    def usage_frame(self, prices: Mapping[str, float] | None = None, *, full: bool = False):
+        """One row per model request: tokens, cache hits, and the cost when prices are known;
+        ``full=True`` adds cache misses, reasoning tokens, latency and the cost's parts."""
         from .frames import usage_frame
 
-        return usage_frame(self.requests, prices or self.prices)
+        return usage_frame(self.requests, prices or self.prices, full=full)
 
     def tool_frame(self):
         """One row per tool call: tool, capability, arguments, status, duration, sizes."""
