@@ -91,7 +91,9 @@ def _columns(frame: Any) -> str:
     nulls = frame.isna().sum()
     shown = list(frame.columns[:COLUMN_LINES])
     width = min(max(len(str(c)) for c in shown), 40)
-    lines = [f"{str(c)[:40]:<{width}}  {frame[c].dtype}  {int(nulls[c])} null" for c in shown]
+    kinds = [str(frame[c].dtype) for c in shown]
+    kind_width = max(map(len, kinds))
+    lines = [f"{str(c)[:40]:<{width}}  {kind:<{kind_width}}  {int(nulls[c])} null" for c, kind in zip(shown, kinds)]
     if len(frame.columns) > COLUMN_LINES:
         lines.append(f"… ({len(frame.columns) - COLUMN_LINES} more columns)")
     return "Columns (dtype, nulls):\n" + "\n".join(lines)

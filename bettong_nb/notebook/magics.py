@@ -124,8 +124,9 @@ class _Plan:
         self.background = False  # the cell returned before the turn (task mode)
 
     def close(self) -> None:
-        if self.extra is not None:
-            self.extra.close()
+        closer = getattr(self.extra, "close", None)
+        if callable(closer):
+            closer()
 
 
 @functools.cache
