@@ -1,6 +1,7 @@
-"""The stop button (a kernel interrupt) in a real kernel: whatever a cell waits on — a slow model
-behind a loopback server, a sync tool, an approval prompt, a blocking agent.run(), a batch —
-the cell ends within a second with one line, and the session is usable and unchanged."""
+"""The magics in a live kernel. The stop button (a kernel interrupt): whatever a cell waits on —
+a slow model behind a loopback server, a sync tool, an approval prompt, a blocking agent.run(),
+a batch — the cell ends within a second with one line, and the session is usable and
+unchanged. And code handed back to the frontend: one set_next_input payload, nothing run."""
 
 from __future__ import annotations
 
@@ -217,3 +218,19 @@ def test_a_blocking_run_says_at_once_that_buttons_cannot_work(kernel):
     ran, reasons = _value(kc, "[ran, [c.reason for c in r.tool_calls]]")
     assert ran == [] and all(reason.startswith("no one approved it: the agent runs in a blocking call")
                              for reason in reasons)
+
+
+def test_code_goes_to_one_new_cell_below_and_is_not_run(kernel):
+    km, kc = kernel
+    answer = "Try:\n```python\nMARK = 1\n```\nthen\n```\nMARK += 1\n```"
+    code = f"bot = bettong_nb.agent(provider=Scripted([{answer!r}, {answer!r}]))"
+    assert kc.execute_interactive(code, timeout=30)["content"]["status"] == "ok"
+    for cell in ("%%agent bot -f code\nwrite it", "{}['cost']", "%agent fix bot"):
+        msg_id = kc.execute(cell)
+        reply = kc.get_shell_msg(timeout=30)["content"]
+        _outputs(kc, msg_id)
+        if cell.startswith("{}"):
+            continue
+        assert reply["status"] == "ok", reply
+        assert reply["payload"] == [{"source": "set_next_input", "text": "MARK = 1\n\nMARK += 1", "replace": False}]
+    assert _value(kc, "'MARK' in globals()") is False
