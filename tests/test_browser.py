@@ -2,18 +2,26 @@
 
 A ``%%agent --approve`` cell whose scripted model asks for two tool calls: Allow the first,
 Deny the second with a reason. The tool must run once, the model must read the reason, and
-the cell must show the answer and both tool calls as expandable blocks.
+the cell must show the answer and both tool calls as expandable blocks, each with its one line
+of record in place of its prompt ("allowed by you", "denied: <reason>") — still there when the
+saved notebook is reopened and when it is exported with nbconvert.
 """
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from support.browser import JupyterLab, cell, chromium, open_notebook, run_cell, wait_idle
+from support.notebooks import WIDGET
 
 pytestmark = pytest.mark.browser
 
@@ -28,6 +36,16 @@ def lab(tmp_path):
     server = JupyterLab(root, tmp_path / "state").start()
     yield server
     server.stop()
+
+
+def _check_record(output, expect) -> None:
+    blocks = output.locator("details.bettong-tool")
+    expect(blocks).to_have_count(2)
+    expect(blocks.nth(0).locator("summary")).to_contain_text('append_note(text="first") → ok · allowed by you')
+    expect(blocks.nth(1).locator("summary")).to_contain_text(
+        'append_note(text="second") → denied: only one note, please')
+    blocks.nth(1).locator("summary").click()  # expand: arguments and the reason are inside
+    expect(blocks.nth(1)).to_contain_text("reason: only one note, please")
 
 
 def test_allow_then_deny_with_a_reason(lab):
@@ -56,19 +74,26 @@ def test_allow_then_deny_with_a_reason(lab):
         output = cell(page, 1).locator(".jp-OutputArea")
         expect(output.locator(".jp-RenderedMarkdown strong")).to_have_text("one", timeout=10_000)
         expect(output).to_contain_text("Wrote one note; the second was denied.")
-        blocks = output.locator("details.bettong-tool")
-        expect(blocks).to_have_count(2)
-        expect(blocks.nth(0).locator("summary")).to_contain_text('append_note(text="first") → ok')
-        expect(blocks.nth(1).locator("summary")).to_contain_text('append_note(text="second") → denied')
-        blocks.nth(1).locator("summary").click()  # expand: arguments and the reason are inside
-        expect(blocks.nth(1)).to_contain_text("reason: only one note, please")
+        _check_record(output, expect)
+        expect(page.locator(".bettong-approval")).to_have_count(0)  # decided prompts give way to their record
         expect(output).to_contain_text("2 requests")
-        for prompt, decision in ((first, "allowed"), (second, "denied: only one note, please")):
-            expect(prompt).to_contain_text(decision)
-            expect(prompt.locator("button:not([disabled])")).to_have_count(0)
 
         run_cell(page, 2)
         wait_idle(page, 2)
+        page.keyboard.press("Control+s")  # the record must survive saving
+        expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=10_000)
+
+    saved = nbformat.read(lab.root_dir / NOTEBOOK.name, as_version=4)
+    outputs = saved.cells[1].outputs
+    assert not [o for o in outputs if WIDGET in o.get("data", {})]  # a reopened notebook has no widget to lose
+    assert any("allowed by you" in o.get("data", {}).get("text/html", "") for o in outputs)
+    exported = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--stdout",
+                               str(lab.root_dir / NOTEBOOK.name)],
+                              capture_output=True, text=True, timeout=60, check=True).stdout
+    text = re.sub(r"<[^>]+>", "", exported)
+    assert 'append_note(text="first") → ok · allowed by you' in html.unescape(text)
+    assert 'append_note(text="second") → denied: only one note, please' in html.unescape(text)
+    assert "Error displaying widget" not in exported and "interactive widgets" not in exported
 
     root = lab.root_dir
     assert (root / "notes.txt").read_text() == "first\n"  # the tool ran once
