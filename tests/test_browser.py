@@ -22,6 +22,7 @@ import pytest
 
 from support.browser import JupyterLab, cell, chromium, open_notebook, run_cell, wait_idle
 from support.notebooks import WIDGET
+from support.servers import LoopbackServer
 
 pytestmark = pytest.mark.browser
 
@@ -100,3 +101,64 @@ def test_allow_then_deny_with_a_reason(lab):
     requests = json.loads((root / "requests.json").read_text())
     results = [b["content"] for b in requests[1][-1]["content"]]
     assert results == ["appended 'first'", "ERROR: append_note was not allowed: only one note, please"]
+
+
+def test_stop_ends_a_waiting_cell_and_code_lands_in_a_new_cell(tmp_path):
+    """The toolbar's stop button on a cell waiting for a 30 s loopback model: idle within 2 s with
+    one line, and the next cell on the same session works. Then -f code: the answer's code in a
+    new cell below, not run."""
+    from playwright.sync_api import expect
+
+    from test_live_kernel import SlowModel
+
+    model = SlowModel()
+    root = tmp_path / "root"
+    root.mkdir()
+    answer = "Here:\n```python\nMARK = 'from the agent'\n```"
+    with LoopbackServer(model) as server:
+        cells = [
+            "%load_ext bettong_nb\nimport bettong_nb\nfrom bettong_nb.providers.scripted import Scripted\n"
+            f"chat = bettong_nb.openai(base_url='{server.url}/v1', api_key='k', max_retries=0).session()\n"
+            f"coder = bettong_nb.agent(provider=Scripted([{answer!r}]))",
+            "%%agent chat\nslow question",
+            "%%agent chat\nquick question",
+            "%%agent coder -f code\nwrite it",
+        ]
+        kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells], metadata=kernel),
+                       root / "stop.ipynb")
+        lab = JupyterLab(root, tmp_path / "state").start()
+        try:
+            with chromium() as browser:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                open_notebook(page, lab, "stop.ipynb")
+                run_cell(page, 0)
+                wait_idle(page, 0)
+                run_cell(page, 1)
+                assert model.arrived.wait(30), "the model never got the request"
+                page.locator('[data-jp-item-name="interrupt"] button, '
+                             'jp-button[data-command="notebook:interrupt-kernel"]').first.click()
+                wait_idle(page, 1, timeout_ms=2_000)
+                output = cell(page, 1).locator(".jp-OutputArea")
+                expect(output.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+                                      ).last).to_have_text("interrupted — the session is unchanged")
+                expect(output).not_to_contain_text("Traceback")
+
+                run_cell(page, 2)
+                wait_idle(page, 2)
+                expect(cell(page, 2).locator(".jp-OutputArea")).to_contain_text("answer to quick question")
+
+                run_cell(page, 3)
+                wait_idle(page, 3)
+                added = cell(page, 4)
+                expect(added.locator(".jp-InputArea-editor")).to_have_text("MARK = 'from the agent'")
+                expect(added.locator(".jp-InputPrompt")).to_have_text("[ ]:")  # a new cell, never run
+                expect(cell(page, 3).locator(".jp-OutputArea")).to_contain_text("The code is in a new cell below")
+                # ONE new cell (Shift+Enter on the last cell adds an empty one after it too)
+                expect(page.locator(".jp-Notebook .jp-Cell .jp-InputArea-editor",
+                                    has_text=re.compile(r"^MARK = 'from the agent'$"))).to_have_count(1)
+        finally:
+            lab.stop()
+    # the stopped turn was never kept: the session's one turn is the quick question
+    assert [r.json()["messages"][-1]["content"] for r in server.requests] == ["slow question", "quick question"]
+    assert len(server.requests[1].json()["messages"]) == 2  # system + the quick question: nothing from the stop
