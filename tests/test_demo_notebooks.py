@@ -186,7 +186,7 @@ def test_data_exploration(executed):
 
     assert "Kepler's third law" in _stdout(_cell(nb, "planets = pd.read_csv"))
 
-    usage = _rows(_data(_cell(nb, "usage = found.usage_frame()"), "text/plain")[0])
+    usage = _rows(_data(_cell(nb, "usage = found.usage_frame(full=True)"), "text/plain")[0])
     assert [row[:2] for row in usage[1:]] == [["0", "1"], ["1", "2"], ["2", "3"]]
     tools = _rows(_data(_cell(nb, "tools = found.tool_frame()"), "text/plain")[0])
     csv_chars = sum(len((NOTEBOOKS / "data" / f"{n}.csv").read_text()) for n in ("planets", "moons", "missions"))
@@ -195,6 +195,14 @@ def test_data_exploration(executed):
 
     plots = [_data(_cell(nb, start), "image/png") for start in ("planets.plot.scatter", "usage.plot.bar")]
     assert all(len(images) == 1 and len(images[0]) > 1000 for images in plots)
+
+    failing = _cell(nb, "moons_per_planet = ")
+    assert [(o.output_type, o.ename) for o in failing.outputs] == [("error", "KeyError")]
+    explained = _cell(nb, "%agent explain analyst")
+    assert _data(explained, "text/markdown")[0].startswith("`moons_per_planet` has no key `'Saturn'`")
+    fixed = _cell(nb, "%agent fix analyst")
+    assert "```python\nmoons_per_planet = {" in _data(fixed, "text/markdown")[0]
+    assert _data(fixed, "text/plain")[-1] == "The code is in a new cell below (not run)."
 
 
 def test_teaching_capabilities(executed):
