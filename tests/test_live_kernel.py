@@ -122,10 +122,15 @@ def _one_line(reply: dict, messages: list[dict]) -> None:
     assert not [m for m in messages if m["msg_type"] == "stream"]  # nothing else said it
 
 
+def _stop_the_model_wait(kernel, model, code: str) -> tuple[float, dict, list[dict]]:
+    """Run ``code``, press stop once the slow model has the request."""
+    model.arrived.clear()
+    return _interrupt_when(*kernel, code, model.arrived.is_set)
+
+
 def test_stop_on_a_cell_waiting_for_a_slow_model(kernel, model):
     km, kc = kernel
-    model.arrived.clear()
-    took, reply, messages = _interrupt_when(km, kc, "%%agent chat -o res\nslow question", model.arrived.is_set)
+    took, reply, messages = _stop_the_model_wait(kernel, model, "%%agent chat -o res\nslow question")
     assert took < 1.0, took
     _one_line(reply, messages)
     assert _value(kc, "[chat.turns, 'res' in globals(), '_agent_result' in globals()]") == [0, False, False]
@@ -178,14 +183,12 @@ def test_stop_while_an_approval_prompt_waits(kernel):
 
 def test_stop_on_a_blocking_run_and_on_a_batch(kernel, model):
     km, kc = kernel
-    model.arrived.clear()
-    took, reply, messages = _interrupt_when(km, kc, "r = slow.run('slow, blocking')", model.arrived.is_set)
+    took, reply, messages = _stop_the_model_wait(kernel, model, "r = slow.run('slow, blocking')")
     assert took < 1.0, took
     _one_line(reply, messages)
 
-    model.arrived.clear()
     code = "results = slow.map(['a', 'slow b', 'c', 'slow d'], concurrency=2)\nresults"
-    took, reply, messages = _interrupt_when(km, kc, code, model.arrived.is_set)
+    took, reply, messages = _stop_the_model_wait(kernel, model, code)
     assert took < 1.0 and reply["status"] == "ok", (took, reply)
     shown = [m["content"]["data"] for m in messages if m["msg_type"] in ("display_data", "update_display_data",
                                                                         "execute_result")]
