@@ -91,7 +91,7 @@ class Progress:
             parts.append(f"{self.cancelled} cancelled")
         parts.append(f"{self.spent.prompt_tokens + self.spent.completion_tokens} tokens")
         if self.prices:
-            parts.append(f"cost {usage.cost_text(self.spent, self.prices)}")
+            parts.append(f"cost {usage.money(usage.cost(self.spent, **self.prices), self.prices.get('currency'))}")
         return " · ".join(parts)
 
     def update(self, result: RunResult | None, *, final: bool = False) -> None:

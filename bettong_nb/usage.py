@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from .errors import OptionError
 
-__all__ = ["Usage", "RequestRecord", "from_openai", "summary", "line", "cost", "cost_parts", "cost_text", "money",
+__all__ = ["Usage", "RequestRecord", "from_openai", "summary", "line", "cost", "cost_parts", "money",
            "cache_hit_rate", "PRICE_KEYS", "ZERO"]
 
 PRICE_KEYS = ("input", "output", "cache_hit")
@@ -144,15 +144,10 @@ def money(value: float, currency: str | None = None) -> str:
     return f"${amount}" if code == "USD" else f"{amount} {code}"
 
 
-def cost_text(u: Usage, prices: Mapping[str, Any]) -> str:
-    """What ``u`` cost at ``prices``, with the prices' currency: ``$0.000093``."""
-    spent = cost(u, **{key: prices[key] for key in PRICE_KEYS if key in prices}) or 0.0
-    return money(spent, prices.get("currency"))
-
-
 def line(u: Usage, prices: Mapping[str, Any] | None = None) -> str:
     """The usage line every display shows: :func:`summary`, and the cost when prices are known."""
     text = summary(u)
     if prices:
-        text += f" · cost {cost_text(u, prices)}"
+        spent = cost(u, **{key: prices[key] for key in PRICE_KEYS if key in prices}) or 0.0
+        text += f" · cost {money(spent, prices.get('currency'))}"
     return text

@@ -673,3 +673,18 @@ def test_a_budget_stop_is_said_once(ip):
     captured = _ok(ip, "%%agent bot\nhello there, a prompt over five tokens")
     shown = str(_final(captured))
     assert shown.count("token budget of 5 would be exceeded") == 2, shown  # the answer's line, plain and HTML
+
+
+def test_the_readmes_first_notebook_cells_run_with_no_key(ip, monkeypatch):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(root)
+    section = (root / "README.md").read_text().split("## In a notebook", 1)[1]
+    first, prompt = re.findall(r"```(?:python)?\n(.*?)```", section, re.S)[:2]
+    assert first.startswith("%load_ext bettong_nb\n")  # the extension first, so %%agent exists
+    _ok(ip, first)
+    assert isinstance(ip.user_ns["bot"].provider, bettong_nb.providers.OfflineModel)
+    _ok(ip, prompt.replace(" --approve", "") + "\n")  # no person to click in a test shell
+    assert [c.tool for c in ip.user_ns["_agent_result"].tool_calls] == ["list_dir", "read_file"]
+    ip.user_ns.pop("bettong_nb", None)
