@@ -186,6 +186,14 @@ def test_stop_on_a_blocking_run_and_on_a_batch(kernel, model):
     took, reply, messages = _stop_the_model_wait(kernel, model, "r = slow.run('slow, blocking')")
     assert took < 1.0, took
     _one_line(reply, messages)
+    # a sync tool running Python code on the worker loop gets the cancellation inside it
+    code = "busy = bettong_nb.agent(provider=Scripted([[('spin', {'seconds': 30})], 'done']), capabilities=tools)"
+    assert kc.execute_interactive(code, timeout=30)["content"]["status"] == "ok"
+    started = time.monotonic()
+    took, reply, messages = _interrupt_when(km, kc, "r = busy.run('go')", lambda: time.monotonic() - started > 1.5)
+    assert took < 1.5, took
+    _one_line(reply, messages)
+    assert kc.execute_interactive("r = slow.run('quick, blocking')", timeout=10)["content"]["status"] == "ok"
 
     code = "results = slow.map(['a', 'slow b', 'c', 'slow d'], concurrency=2)\nresults"
     took, reply, messages = _stop_the_model_wait(kernel, model, code)
