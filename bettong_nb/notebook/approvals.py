@@ -141,7 +141,6 @@ class _Prompt:
         import ipywidgets as widgets
 
         self.request, self.loop, self.future, self.on_decided = request, loop, future, on_decided
-        self.record: str | None = None
         args = json.dumps(request.args, ensure_ascii=False, indent=2, default=str)
         where = f" <span style='opacity:.7'>(capability: {html.escape(str(request.capability))})</span>" \
             if request.capability else ""
@@ -181,7 +180,6 @@ class _Prompt:
             control.disabled = True
         colour = _OK if verdict == "always" or verdict else _ERROR  # the theme's own colours
         self.status.value = f"<span style='color:{colour};font-weight:600'>{html.escape(shown)}</span>"
-        self.record = shown
         # Clicks may arrive on a comm thread; the future and the display belong to the loop running the agent.
         self.loop.call_soon_threadsafe(lambda: self.future.done() or self.future.set_result(verdict))
         if self.on_decided is not None:

@@ -100,6 +100,7 @@ def _muted(text: str) -> None:
     display({"text/plain": text, "text/html": f"<div class='bettong-note' style='opacity:.7;font-size:12px'>"
                                               f"{html.escape(text)}</div>"}, raw=True)
 
+
 # --- the magic ---------------------------------------------------------------------------------
 
 class _Entry:
