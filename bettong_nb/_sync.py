@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import ctypes
 import threading
 from typing import Any, Coroutine, TypeVar
 
@@ -106,6 +105,8 @@ def _cancel(loop: asyncio.AbstractEventLoop, tasks: list[asyncio.Task], outcome:
     loop.call_soon_threadsafe(cancel)
     try:
         if not reached.wait(STOP_WAIT_S) and _thread is not None:
+            import ctypes  # only here: an interrupt is rare, and import bettong_nb stays cheap
+
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(_thread.ident),
                                                        ctypes.py_object(asyncio.CancelledError))
         concurrent.futures.wait([outcome], timeout=STOP_WAIT_S)
