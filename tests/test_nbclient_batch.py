@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from nbconvert import HTMLExporter
+
 from support.notebooks import WIDGET, run_notebook
 
 SETUP = '''
@@ -40,6 +42,8 @@ def test_batches_and_budgets_in_a_notebook(tmp_path):
         (shown,) = [o for o in nb.cells[index].outputs if o.output_type == "display_data"]
         assert WIDGET not in shown.data and shown.data["text/plain"] == line, nb.cells[index].outputs
         assert shown.data["text/html"].endswith(f">{line}</div>")
+    exported = HTMLExporter().from_notebook_node(nb)[0]  # the saved notebook, as nbconvert --to html shows it
+    assert '<div class="bettong-progress" style="font-size:13px">3/3 done · 0 failed · 1446 tokens</div>' in exported
     seen = json.loads("".join(o.text for o in nb.cells[5].outputs if o.output_type == "stream"))
     assert seen["map"] == ["label:a", "label:b", "label:c"] and seen["amap"] == ["label:d", "label:e"]
     assert seen["frame"] == ["label:x!", "label:y!"] and seen["rows"] == 2

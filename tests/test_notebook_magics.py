@@ -252,11 +252,19 @@ def test_a_failing_model_is_one_short_error_and_leaves_the_session_as_it_was(ip)
     assert "_agent_result" not in ip.user_ns  # never the previous cell's answer
 
 
-def test_user_errors_are_one_line_in_a_notebook_and_bugs_keep_their_traceback(ip, monkeypatch):
+def test_user_errors_are_one_line_in_a_notebook_and_bugs_keep_their_traceback(ip, monkeypatch, tmp_path):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     ip.user_ns["bettong_nb"] = bettong_nb
+    from support.servers import free_port
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    ip.user_ns["Replay"] = bettong_nb.providers.Replay
     cells = {
         "bettong_nb.openai(base_url='http://127.0.0.1:9/v1').run('hi')": "ProviderError: No OpenAI API key",
+        f"bettong_nb.openai(base_url='http://127.0.0.1:{free_port()}/v1', api_key='k', max_retries=0).run('hi')":
+            "ProviderError: openai at http://127.0.0.1:",
+        f"bettong_nb.agent(provider=Replay({str(empty)!r})).run('hi')": "ReplayMismatch: The cassette",
         "bettong_nb.agent(provider=lambda r: None, max_step=3)": "OptionError: Unknown agent option: max_step.",
         "bettong_nb.agent(provider=lambda r: None).run('hi', cost_budget=1)": "OptionError: cost_budget needs prices",
     }
@@ -268,6 +276,7 @@ def test_user_errors_are_one_line_in_a_notebook_and_bugs_keep_their_traceback(ip
     assert isinstance(result.error_in_exec, AttributeError)  # a bug: the full traceback, as Python shows it
     assert not hasattr(result.error_in_exec, "_render_traceback_")
     ip.user_ns.pop("bettong_nb")
+    ip.user_ns.pop("Replay")
 
 
 def test_unknown_and_abbreviated_options_point_to_the_help(ip):
