@@ -7,6 +7,12 @@ cell anyway (measured: no strategy that blocks the cell lets a click through). T
 costs one thread hop per call (tens of microseconds, see bench/), leaves the caller's loop
 untouched, and keeps one loop for all sync calls, so httpx connection pools are reused across
 runs. Context variables (redaction switch, listeners) are copied into the task.
+
+Ctrl-C (or a notebook's stop button on a blocking cell) cancels the task at once and raises
+:class:`Interrupted`, which IPython shows as one line; a coroutine that handles its cancellation
+and returns (a batch returning what finished) returns instead. A sync tool that holds the worker
+loop gets the cancellation raised inside it, so the wait is about a second whatever the run is
+doing (a call blocked in C code, like ``time.sleep``, ends first).
 """
 
 from __future__ import annotations
@@ -17,7 +23,21 @@ import contextvars
 import threading
 from typing import Any, Coroutine, TypeVar
 
-__all__ = ["run_sync"]
+__all__ = ["run_sync", "Interrupted", "INTERRUPTED"]
+
+INTERRUPTED = "interrupted — the session is unchanged"
+STOP_WAIT_S = 0.5  # how long a cancelled task may take to end before it is stopped harder
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run ended by Ctrl-C or the stop button; nothing of it was kept (a session is as it was
+    before). IPython shows it as one line, not a traceback."""
+
+    def __init__(self, message: str = INTERRUPTED):
+        super().__init__(message)
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
 
 T = TypeVar("T")
 _loop: asyncio.AbstractEventLoop | None = None
@@ -63,10 +83,32 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     try:
         return outcome.result()
     except KeyboardInterrupt:
-        loop.call_soon_threadsafe(lambda: tasks and tasks[0].cancel())
-        concurrent.futures.wait([outcome], timeout=5)
+        _cancel(loop, tasks, outcome)
         # A coroutine that handles its cancellation and returns (a batch returning what
-        # finished) has the last word; anything else re-raises the interrupt.
+        # finished) has the last word; anything else is an interrupt.
         if outcome.done() and not outcome.cancelled() and outcome.exception() is None:
             return outcome.result()
-        raise
+        raise Interrupted() from None
+
+
+def _cancel(loop: asyncio.AbstractEventLoop, tasks: list[asyncio.Task], outcome: concurrent.futures.Future) -> None:
+    """Cancel the running task; when the loop does not get to it in time, something synchronous
+    holds the loop (a sync tool): raise CancelledError in that thread, which cancels the task
+    right where it is. Waits about a second in all."""
+    reached = threading.Event()
+
+    def cancel() -> None:
+        reached.set()
+        if tasks:
+            tasks[0].cancel()
+
+    loop.call_soon_threadsafe(cancel)
+    try:
+        if not reached.wait(STOP_WAIT_S) and _thread is not None:
+            import ctypes  # only here: an interrupt is rare, and import bettong_nb stays cheap
+
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(_thread.ident),
+                                                       ctypes.py_object(asyncio.CancelledError))
+        concurrent.futures.wait([outcome], timeout=STOP_WAIT_S)
+    except KeyboardInterrupt:
+        pass  # pressed again: stop waiting

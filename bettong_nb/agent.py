@@ -153,6 +153,7 @@ class _Run:
                     with approvals.approved(request, verdict):
                         output = await cap.run_tool(self.toolbox.registry, name, args)
                     text, call.data, pictures = output.text, output.data, output.images
+                    call.traceback = output.traceback and secrets.redact(output.traceback, extra=self.secrets)[0]
                 except approvals.Denied as refused:
                     verdict = self.scrubbed(refused.verdict)
         if verdict and pictures:
@@ -243,7 +244,8 @@ async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunRe
                     return answered
                 done = not response.truncated()
                 return run.result(response.text(), done, stop_reason=response.stop_reason,
-                                  reason=None if done else "the answer hit max_tokens")
+                                  reason=None if done else "the answer hit max_tokens",
+                                  stop_details=response.stop_details)
             run.history.append({"role": "user", "content": [await run.tool_call(block) for block in uses]})
             if fields["tool_choice"] not in (None, "auto", "none"):
                 fields["tool_choice"] = "auto"  # a forced call ("required", a name) forces the first step only

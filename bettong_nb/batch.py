@@ -1,7 +1,7 @@
 """Batches: one agent over many prompts or DataFrame rows, concurrently, in input order.
 
     results = agent.map(["Classify: cat", "Classify: dog"], concurrency=8)
-    results.usage, results.failed, results.usage_frame()
+    results.usage, results.failed, results.cancelled, results.usage_frame()
     labelled = agent.map_frame(df, prompt="Classify: {text}", output="label")
     labelled.attrs["usage_frame"]          # the batch's usage, one row per model request
     typed = agent.map_frame(df, prompt="Review: {text}", output_type=Review)   # a column per field
@@ -9,7 +9,8 @@
 Each item is an independent run (fresh transcript). A failed item is a RunResult with
 ``done=False`` and ``.error`` set, in its place; the others go on. A 429 anywhere pauses the
 whole batch (the provider's transport shares its backoff). Cancelling (Ctrl-C, task cancel)
-stops launching items, cancels the running ones and returns what finished.
+stops launching items, cancels the running ones and returns what finished; the others are in
+``results.cancelled`` (``reason="cancelled"``).
 """
 
 from __future__ import annotations
@@ -47,11 +48,17 @@ class Batch(list, Ledger):
 
     @property
     def failed(self) -> list[RunResult]:
-        return [r for r in self if r.error is not None]
+        """The items that raised (cancelled ones are in :attr:`cancelled`)."""
+        return [r for r in self if r.error is not None and not _was_cancelled(r)]
 
-    def usage_frame(self, prices: Mapping[str, float] | None = None):
+    @property
+    def cancelled(self) -> list[RunResult]:
+        """The items a cancel (Ctrl-C, the stop button) stopped or never started."""
+        return [r for r in self if _was_cancelled(r)]
+
+    def usage_frame(self, prices: Mapping[str, float] | None = None, *, full: bool = False):
         """One row per model request, with an ``item`` column (the input's position)."""
-        frame = super().usage_frame(prices)
+        frame = super().usage_frame(prices, full=full)
         frame.insert(0, "item", [i for i, r in enumerate(self) for _ in r.requests])
         return frame
 
@@ -61,30 +68,43 @@ class Batch(list, Ledger):
         return frame
 
 
+def _was_cancelled(result: RunResult) -> bool:
+    return isinstance(result.error, asyncio.CancelledError)
+
+
 class Progress:
-    """One progress line: done/failed counts and running cost, as a text bar on stderr.
-    ``%load_ext bettong_nb`` installs a widget bar for notebooks (:func:`install_progress`)."""
+    """One progress line, ``10/10 done · 0 failed · 3 cancelled · 1446 tokens · cost $0.0005``,
+    as a text bar on stderr. ``%load_ext bettong_nb`` installs a widget bar for notebooks
+    (:func:`install_progress`)."""
 
     def __init__(self, total: int, *, prices: Mapping[str, float] | None, enabled: bool = True):
         self.total, self.prices, self.enabled = total, prices, enabled
-        self.done = self.failed = 0
+        self.done = self.failed = self.cancelled = 0
         self.spent = usage.ZERO
         self._last = 0.0
 
+    @property
+    def finished(self) -> int:
+        return self.done + self.failed + self.cancelled
+
     def text(self) -> str:
-        parts = [f"{self.done + self.failed}/{self.total} done", f"{self.failed} failed",
-                 f"{self.spent.prompt_tokens + self.spent.completion_tokens} tokens"]
+        parts = [f"{self.finished}/{self.total} done", f"{self.failed} failed"]
+        if self.cancelled:
+            parts.append(f"{self.cancelled} cancelled")
+        parts.append(f"{self.spent.prompt_tokens + self.spent.completion_tokens} tokens")
         if self.prices:
-            parts.append(f"cost {usage.cost(self.spent, **self.prices):.4f}")
-        return ", ".join(parts)
+            parts.append(f"cost {usage.money(usage.cost(self.spent, **self.prices), self.prices.get('currency'))}")
+        return " · ".join(parts)
 
     def update(self, result: RunResult | None, *, final: bool = False) -> None:
         if result is not None:
             self.spent += result.usage
-            if result.error is not None:
-                self.failed += 1
-            else:
+            if result.error is None:
                 self.done += 1
+            elif _was_cancelled(result):
+                self.cancelled += 1
+            else:
+                self.failed += 1
         if self.enabled:
             self.show(final)
 
@@ -93,7 +113,7 @@ class Progress:
         if final or now - self._last > 0.1:
             self._last = now
             width = 30
-            filled = width * (self.done + self.failed) // max(self.total, 1)
+            filled = width * self.finished // max(self.total, 1)
             print(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.text()}", end="\n" if final else "",
                   file=sys.stderr, flush=True)
 
@@ -157,6 +177,7 @@ async def amap(agent: Any, prompts: Iterable[str], *, concurrency: int = 8, prog
                 results[index] = await agent.arun(prompt, **overrides)
             except asyncio.CancelledError as exc:
                 results[index] = _failed(exc, prompt)
+                bar.update(results[index])
                 raise
             except Exception as exc:  # one bad item must not sink the batch
                 results[index] = _failed(exc, prompt)
@@ -175,6 +196,7 @@ async def amap(agent: Any, prompts: Iterable[str], *, concurrency: int = 8, prog
     for index, prompt in enumerate(prompts):
         if results[index] is None:
             results[index] = _failed(asyncio.CancelledError("not started: the batch was cancelled"), prompt)
+            bar.update(results[index])
     bar.update(None, final=True)
     return results
 

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
+from .errors import OptionError
 from .usage import ZERO, Usage, cost
 
 __all__ = ["Budget", "estimate_tokens", "sharing", "active"]
@@ -34,7 +35,7 @@ class Budget:
 
     def __post_init__(self) -> None:
         if self.cost is not None and not self.prices:
-            raise TypeError("cost_budget needs prices={'input': ..., 'output': ..., 'cache_hit': ...} "
+            raise OptionError("cost_budget needs prices={'input': ..., 'output': ..., 'cache_hit': ...} "
                             "(per million tokens)")
 
     def refusal(self, estimate: int) -> str | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import traceback
 import types
 import typing
 from dataclasses import dataclass
@@ -64,11 +65,13 @@ class ToolOutput:
     sent; ``images`` (a :class:`bettong_nb.Image`, a matplotlib Figure, a PIL or IPython image)
     go to the model as image parts, bounded like a prompt's. A handler that returns an image
     alone (a Figure) returns ``ToolOutput("", images=(figure,))``.
+    ``traceback`` is set by :func:`run_tool` when the handler raised (for the person, never sent).
     """
 
     text: str
     data: Any = None
     images: tuple = ()
+    traceback: str | None = None
 
 
 class ToolError(ValueError):
@@ -337,8 +340,11 @@ def arguments(raw: Any) -> tuple[dict | None, str | None]:
 
 
 async def run_tool(reg: Mapping[str, RegisteredTool], name: str, args: Mapping[str, Any]) -> ToolOutput:
-    """Run a tool and return what it gave, unredacted; a handler that raises gives
-    ``ERROR: <message>``. A wrapper's refusal (:class:`bettong_nb.approvals.Denied`) propagates."""
+    """Run a tool and return what it gave, unredacted. A handler that raises gives the model
+    ``ERROR: KeyError: 'cost'`` (the exception as Python names it) and the person the traceback;
+    bettong_nb's own capabilities raise messages written for the model, which it reads as they
+    are (``ERROR: path must not be blank``). A wrapper's refusal
+    (:class:`bettong_nb.approvals.Denied`) propagates."""
     from .approvals import Denied
 
     entry = reg.get(name)
@@ -351,7 +357,10 @@ async def run_tool(reg: Mapping[str, RegisteredTool], name: str, args: Mapping[s
     except Denied:
         raise
     except Exception as exc:  # the model reads the error; the run goes on
-        return ToolOutput(f"ERROR: {exc}" if str(exc) else f"ERROR: {type(exc).__name__}")
+        ours = getattr(entry.handler, "__module__", None) or ""
+        message = str(exc) if ours.startswith("bettong_nb.") else f"{type(exc).__name__}: {exc}"
+        where = "".join(traceback.format_exception(exc.with_traceback(exc.__traceback__.tb_next)))
+        return ToolOutput(f"ERROR: {message}" if str(exc) else f"ERROR: {type(exc).__name__}", traceback=where)
     if isinstance(value, ToolOutput):
         return value
     return ToolOutput("", images=(value,)) if images.is_image(value) else ToolOutput(stringify(value))

@@ -3,6 +3,7 @@
     session.usage_frame()            # costs from the price table (price_source says which; NaN: unknown)
     session.usage_frame(prices={"input": 0.27, "output": 1.10, "cache_hit": 0.07})
     session.usage_frame().groupby("turn")[["prompt_tokens", "completion_tokens", "cost_total"]].sum()
+    session.usage_frame(full=True)        # every column: cache misses, reasoning, images, latency, each cost part
     session.tool_frame().groupby(["tool", "status"], observed=True).duration_s.describe()
 
 pandas is imported when a frame is asked for, never before.
@@ -15,11 +16,14 @@ from typing import Any, Iterable, Mapping
 from .pricing import currency, request_cost
 from .usage import check_prices
 
-__all__ = ["usage_frame", "tool_frame", "USAGE_COLUMNS", "COST_COLUMNS", "TOOL_COLUMNS", "STATUSES"]
+__all__ = ["usage_frame", "tool_frame", "USAGE_COLUMNS", "COST_COLUMNS", "SHORT_COLUMNS", "TOOL_COLUMNS", "STATUSES"]
 
 USAGE_COLUMNS = ("turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
                  "cache_miss_tokens", "reasoning_tokens", "images", "latency_s")
 COST_COLUMNS = ("cost_input", "cost_output", "cost_cache_hit", "cost_cache_write", "cost_total", "price_source")
+# What a usage frame shows by default: narrow enough for a notebook cell, the same on every run.
+SHORT_COLUMNS = ("turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens", "cost_total",
+                 "price_source")
 TOOL_COLUMNS = ("turn", "step", "tool", "capability", "args", "status", "duration_s", "result_chars", "redactions")
 STATUSES = ("ok", "error", "denied")
 
@@ -41,11 +45,13 @@ def _typed(rows: list[dict], columns: tuple[str, ...], categories: Mapping[str, 
     return frame
 
 
-def usage_frame(requests: Iterable[Any], prices: Mapping[str, Any] | None = None):
+def usage_frame(requests: Iterable[Any], prices: Mapping[str, Any] | None = None, *, full: bool = False):
     """One row per model request (``bettong_nb.usage.RequestRecord``), with its costs: from
     ``prices`` (per million tokens: input, output, cache_hit...) when given, else from the price
     table (:mod:`bettong_nb.pricing`); ``price_source`` says which, and a request whose price is
-    unknown costs NaN. The currency is ``frame.attrs["currency"]``."""
+    unknown costs NaN. The currency is ``frame.attrs["currency"]``. By default the
+    :data:`SHORT_COLUMNS`; ``full=True`` adds cache misses, reasoning tokens, images, latency and
+    the cost's parts."""
     if prices:
         check_prices(prices)
     rows = []
@@ -61,6 +67,7 @@ def usage_frame(requests: Iterable[Any], prices: Mapping[str, Any] | None = None
                      "cost_total": sum(parts.values()), "price_source": source})
     models = sorted({row["model"] for row in rows if row["model"] is not None})
     frame = _typed(rows, USAGE_COLUMNS + COST_COLUMNS, {"model": models})
+    frame = frame if full else frame[list(SHORT_COLUMNS)]
     frame.attrs["currency"] = currency(prices)
     return frame
 

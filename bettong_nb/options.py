@@ -3,7 +3,7 @@
     options = Options.of(max_steps=5, capabilities=[caps.filesystem()])
     per_call = options.merged({"max_steps": 3})       # a new Options; the agent's stays as it was
 
-An unknown name raises ``TypeError`` naming it and listing the known ones, at construction and
+An unknown name raises :class:`~bettong_nb.errors.OptionError` (a ``TypeError``) naming it and listing the known ones, at construction and
 per call: a typo must not be silently ignored.
 """
 
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from .images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE
+from .errors import OptionError
 
 __all__ = ["Options", "PROVIDER_OPTIONS", "REQUEST_OPTIONS"]
 
@@ -65,7 +66,7 @@ class Options:
     def check(cls, given: Mapping[str, Any], context: str) -> None:
         unknown = sorted(set(given) - cls.names())
         if unknown:
-            raise TypeError(f"Unknown {context} option{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
+            raise OptionError(f"Unknown {context} option{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
                             f"Known options: {', '.join(sorted(cls.names()))}")
 
     @classmethod

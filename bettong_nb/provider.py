@@ -134,7 +134,10 @@ class ProviderError(ServiceError):
 
 
 def text(response: Response) -> str:
-    """The text blocks concatenated; thinking and tool use dropped. Empty on a refusal."""
+    """The text blocks concatenated; thinking and tool use dropped. Empty on a refusal: what a
+    model wrote before it refused is not an answer."""
+    if refused(response):
+        return ""
     return "".join(b.get("text", "") for b in response.content if b.get("type") == "text")
 
 

@@ -5,10 +5,12 @@ results, sessions and batches share.
     result.usage_frame(), result.tool_frame()      # pandas, imported when asked for
     result.frames()                                # DataFrames tools handed back (query_data)
     result.export("run.html")                      # .md .html .ipynb .json (see bettong_nb.export)
+    result.code_blocks("python")                   # the answer's code, fenced blocks in order
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -25,7 +27,9 @@ class ToolCall:
 
     ``status`` is ``running``/``awaiting approval`` while it goes, then ``ok``, ``error`` or
     ``denied``; ``data`` is what the tool handed the person beside its text (a DataFrame);
-    ``images`` are the :class:`bettong_nb.Image` it sent the model, as sent (bounded)."""
+    ``images`` are the :class:`bettong_nb.Image` it sent the model, as sent (bounded);
+    ``traceback`` is the traceback of a tool that raised (redacted, for the person: the model
+    reads only ``ERROR: Type: message``)."""
 
     tool: str
     capability: str | None
@@ -40,6 +44,7 @@ class ToolCall:
     turn: int = 1
     data: Any = field(default=None, repr=False)
     images: list = field(default_factory=list, repr=False)
+    traceback: str | None = field(default=None, repr=False)
 
 
 class Ledger:
@@ -62,11 +67,12 @@ class Ledger:
         prices = prices or self.prices
         return usage.line(self.usage, prices, spent=self.cost(prices))
 
-    def usage_frame(self, prices: Mapping[str, Any] | None = None):
-        """One row per model request: tokens, cache hits, latency, costs and where each price came from."""
+    def usage_frame(self, prices: Mapping[str, Any] | None = None, *, full: bool = False):
+        """One row per model request: tokens, cache hits, the cost and where its price came from;
+        ``full=True`` adds cache misses, reasoning tokens, images, latency and the cost's parts."""
         from .frames import usage_frame
 
-        return usage_frame(self.requests, prices or self.prices)
+        return usage_frame(self.requests, prices or self.prices, full=full)
 
     def tool_frame(self):
         """One row per tool call: tool, capability, arguments, status, duration, sizes."""
@@ -98,15 +104,34 @@ class RunResult(Ledger):
     error: BaseException | None = None
     prices: Mapping[str, Any] | None = None
     data: Any = None
+    stop_details: Any = None  # what the provider said about why it stopped (a refusal's category)
 
     def refused(self) -> bool:
+        """The model declined to answer (``stop_reason == "refusal"``); ``output`` is then empty."""
         return self.stop_reason == "refusal"
+
+    def why(self) -> str:
+        """Why the run has no answer, in a person's words ("" when it has one)."""
+        if self.refused():
+            return "the model refused to answer" + (f" — {_details(self.stop_details)}" if self.stop_details else "")
+        if self.stop_reason == "stopped":
+            return "stopped by you"  # the reason the model read is an instruction to it, not news to you
+        if self.done:
+            return ""
+        return self.reason or self.stop_reason or "not done"
 
     def answer_text(self) -> str:
         """The answer, or one line saying why there is none."""
+        if self.refused():
+            return f"({self.why()})"
         if self.output is not None:
             return self.output
-        return f"(no final answer: {self.reason or self.stop_reason or 'not done'})"
+        return f"(no final answer: {self.why()})"
+
+    def code_blocks(self, language: str | None = None) -> list[str]:
+        """The fenced code blocks of the answer, in order. With ``language`` ("python"), only the
+        blocks labelled with it (or an alias: py, python3, ipython) and the unlabelled ones."""
+        return code_blocks(self.output or "", language)
 
     def export(self, path: str | Path) -> Path:
         """Write this run to read or share, in the format the extension names: ``.md``, ``.html``,
@@ -122,3 +147,35 @@ class RunResult(Ledger):
         answer = self.output if self.output is None or len(self.output) <= 60 else self.output[:60] + "…"
         return (f"RunResult(output={answer!r}, done={self.done}, steps={self.steps}, "
                 f"tool_calls={len(self.tool_calls)}, usage='{usage.summary(self.usage)}')")
+
+
+def _details(details: Any) -> str:
+    if isinstance(details, Mapping):
+        return "; ".join(f"{key}: {value}" for key, value in details.items() if key != "type" and value)
+    return str(details)
+
+
+_ALIASES = {"python": {"python", "py", "python3", "ipython", "ipython3", "pycon"}}
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([^`\s]*)[^\n]*$")
+
+
+def code_blocks(text: str, language: str | None = None) -> list[str]:
+    """The fenced (``` or ~~~) code blocks of Markdown ``text``, in order (see
+    :meth:`RunResult.code_blocks`); a block left open runs to the end of the text."""
+    wanted = None if language is None else _ALIASES.get(language.lower(), {language.lower()}) | {""}
+    blocks: list[str] = []
+    fence, label, lines = None, "", []
+    for line in text.splitlines():
+        if fence is None:
+            match = _FENCE.match(line)
+            if match and not (match.group(1)[0] == "`" and "`" in line[line.index("`") + len(match.group(1)):]):
+                fence, label, lines = match.group(1), match.group(2).lower(), []
+        elif line.strip().startswith(fence[0] * len(fence)) and not line.strip().strip(fence[0]):
+            if wanted is None or label in wanted:
+                blocks.append("\n".join(lines))
+            fence = None
+        else:
+            lines.append(line)
+    if fence is not None and (wanted is None or label in wanted):
+        blocks.append("\n".join(lines))
+    return blocks

@@ -110,13 +110,10 @@ class TextView:
         elif isinstance(event, events.CacheWarning):
             self._break()
             self._print(f"  ⚠ {event.message}")
-        elif isinstance(event, events.BudgetExceeded):
-            self._break()
-            self._print(f"  ⚠ {event.reason}")
 
     def finish(self, result: Any) -> None:
         self._break()
-        if not self.stream or result.output is None:
+        if not self.stream or result.output is None or result.refused():
             self._print(result.answer_text(), note=False)
         self._print(f"  {result.usage_line(self.prices)}")
 

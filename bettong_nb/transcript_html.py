@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from . import images
 from .results import ToolCall
+from .sanitize import markdown_html
 from .terminal import RAN, args_preview, duration_text, json_text
 
 __all__ = ["result_html", "session_html", "tool_block", "css_id", "safe_markdown", "image_html", "image_placeholder",
@@ -89,12 +90,17 @@ def _thumbnails(pictures: list[images.Image]) -> str:
     return f'<div>{"".join(tags)}</div>' if tags else ""
 
 
-def tool_block(call: ToolCall, *, note: str | None = None) -> str:
-    """One tool call as ``<details>``: summary ``tool(args…) → status · duration``, then the full
-    arguments and the result, HTML-escaped, and thumbnails of the images it sent the model."""
+def tool_block(call: ToolCall, *, note: str | None = None, decision: str | None = None) -> str:
+    """One tool call as ``<details>``: summary ``tool(args…) → status · decision · duration``, then
+    the full arguments, the result, thumbnails of the images it sent the model and, when the
+    tool raised, its traceback, HTML-escaped. ``decision`` is how a person decided the call
+    ("allowed by you"); a denial's decision says "denied: why" in place of the bare status."""
     colour = _STATUS_COLOURS.get(call.status, "inherit")
+    shown = decision if decision and decision.startswith(call.status) else call.status
     parts = [f'<code style="{_CALL}">{_esc(call.tool)}({_esc(args_preview(call.args))})</code> → '
-             f'<span style="color:{colour};font-weight:600;white-space:nowrap">{_esc(call.status)}</span>']
+             f'<span style="color:{colour};font-weight:600;white-space:nowrap">{_esc(shown)}</span>']
+    if decision and shown != decision:
+        parts.append(f'<span class="bettong-decision" style="opacity:.75;white-space:nowrap"> · {_esc(decision)}</span>')
     if call.redactions:
         parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {call.redactions} redacted</span>')
     if call.duration_s is not None and call.status in RAN:
@@ -109,6 +115,9 @@ def tool_block(call: ToolCall, *, note: str | None = None) -> str:
     if call.result is not None:
         body.append(f'<div style="{_LABEL}">RESULT</div><pre style="{_PRE}">{_esc(_capped(call.result))}</pre>')
     body.append(_thumbnails(call.images))
+    if call.traceback:
+        body.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY};{_LABEL}">TRACEBACK</summary>'
+                    f'<pre style="{_PRE}">{_esc(_capped(call.traceback))}</pre></details>')
     css = f"bettong-tool bettong-call-{css_id(call.id)}" if call.id else "bettong-tool"
     return (f'<details class="{css}" style="{_DETAILS}"><summary style="{_SUMMARY}">{"".join(parts)}</summary>'
             f'{"".join(body)}</details>')
@@ -247,27 +256,19 @@ def safe_markdown(text: str) -> str:
     return _outside_code(text, lambda part: part.replace("<", "&lt;").replace("![", "\\!["))
 
 
-@functools.cache
-def _markdown() -> Callable[[str], str]:
-    import mistune  # imported on first use only: %load_ext stays cheap
-
-    return mistune.create_markdown(escape=True, plugins=["strikethrough", "table"])
-
-
 def _answer_html(text: str) -> str:
-    """The model's text in a transcript, as the live view shows it: Markdown rendered to plain
-    HTML, raw HTML escaped (mistune does that) and images turned into links nobody fetches."""
-    rendered = _markdown()(_outside_code(text, lambda part: part.replace("![", "\\![")))
-    return f'<div class="bettong-markdown" style="{_PROSE};overflow-wrap:anywhere">{rendered}</div>'
+    """The model's text in a transcript, as the live view shows it: Markdown rendered by the
+    real parser, then allow-listed (:func:`bettong_nb.sanitize.markdown_html`): no raw HTML, no
+    image but inline data, no script links; nothing the browser would fetch or run."""
+    return f'<div class="bettong-markdown" style="{_PROSE};overflow-wrap:anywhere">{markdown_html(text)}</div>'
 
 
 def result_html(result: Any) -> str:
     """A RunResult as an HTML transcript: prompt, answers, tool calls, and a usage line."""
     parts = _messages_html(result.messages, result.tool_calls)
     footer = _esc(result.usage_line())
-    if not result.done:
-        why = _esc(result.reason or result.stop_reason)
-        footer = f'<span style="color:{_ERROR}">stopped early: {why}</span> · {footer}'
+    if not result.done or result.refused():
+        footer = f'<span style="color:{_ERROR}">{_esc(result.why())}</span> · {footer}'
     return _wrap(parts, footer)
 
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, fields
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Mapping
 
+from .errors import OptionError
+
 __all__ = ["Usage", "RequestRecord", "from_openai", "summary", "line", "money", "cost", "cost_parts",
            "cache_hit_rate", "check_prices", "PRICE_KEYS", "ZERO"]
 
@@ -119,7 +121,7 @@ def summary(u: Usage) -> str:
 def check_prices(prices: Mapping[str, Any]) -> None:
     unknown = sorted(set(prices) - set(PRICE_KEYS) - {"currency"})
     if unknown:
-        raise TypeError(f"Unknown price key{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
+        raise OptionError(f"Unknown price key{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
                         f"prices is {{'input': ..., 'output': ..., 'cache_hit': ...}} per million tokens "
                         f"(keys: {', '.join(PRICE_KEYS)}, and 'currency')")
 

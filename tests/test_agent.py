@@ -78,7 +78,7 @@ def test_a_handler_that_raises_is_reported_to_the_model():
 
     cap = {"id": "b", "tools": [{"name": "boom", "handler": boom}]}
     result, _ = run([[("boom", {})], "ok"], capabilities=[cap])
-    assert result.tool_calls[0].result == "ERROR: kaboom"
+    assert result.tool_calls[0].result == "ERROR: RuntimeError: kaboom"  # your tool's error, as Python names it
     assert result.tool_calls[0].status == "error" and result.done
 
 
@@ -373,3 +373,34 @@ def test_capabilities_secret_values_are_redacted_and_counted():
     result, model = run([[("peek", {})], "ok"], capabilities=[Vault()])
     assert result.tool_calls[0].result == "the pin is [redacted]" and result.redactions == 1
     assert "48213-zebra-quartz" not in str(model.requests[1].messages)
+
+
+@pytest.mark.parametrize("approve_fn, ran", [
+    ({}, True), ({"reason": "r"}, True), ({"allowed": False, "reason": "r"}, False), (lambda r: {}, True),
+    (lambda r: {"allowed": False}, False), (True, True), (False, False),
+])
+def test_approval_answers_match_the_seed(approve_fn, ran):
+    calls = []
+    hook = approve_fn if callable(approve_fn) or isinstance(approve_fn, bool) else (lambda r, v=approve_fn: v)
+    result, _ = run([[("get_weather", {"city": "Vilnius"})], "ok"], capabilities=[weather_cap(calls)],
+                    approve_fn=hook)
+    assert (calls == ["Vilnius"]) is ran and result.tool_calls[0].status == ("ok" if ran else "denied")
+
+
+def test_max_steps_none_as_an_override_means_the_default():
+    result, model = run([[("get_weather", {"city": "V"})]] * 12, capabilities=[weather_cap()])
+    overridden = bettong_nb.agent(provider=Scripted([[("get_weather", {"city": "V"})]] * 12),
+                                  capabilities=[weather_cap()]).run("go", max_steps=None)
+    assert result.steps == overridden.steps == 10 and overridden.reason == "hit max_steps (10)"
+
+
+def test_a_refused_answer_is_not_the_answer():
+    from bettong_nb.providers import Response
+
+    refusal = Response(content=[{"type": "text", "text": "partial text the model took back"}], stop_reason="refusal",
+                       stop_details={"type": "refusal", "category": "cyber", "explanation": "not this"})
+    result, _ = run([refusal])
+    assert result.output == "" and result.refused() and result.done
+    assert result.why() == "the model refused to answer — category: cyber; explanation: not this"
+    assert result.answer_text() == "(the model refused to answer — category: cyber; explanation: not this)"
+    assert result.stop_details["category"] == "cyber"

@@ -7,8 +7,8 @@ from typing import Literal, Optional
 import pytest
 
 from bettong_nb import Tool, tool
-from bettong_nb.capability import (ToolError, invoke, parameters_schema, registry, schemas, stringify, system_text,
-                                   tool_schema)
+from bettong_nb.capability import (ToolError, invoke, parameters_schema, registry, run_tool, schemas, stringify,
+                                   system_text, tool_schema)
 
 
 def run(coro):
@@ -98,9 +98,27 @@ def test_invoke_stringifies_and_reports_errors():
         {"name": "data", "handler": lambda: {"a": [1, "ü"]}}, {"name": "boom", "handler": boom},
         {"name": "flag", "handler": lambda: False}, {"name": "silent", "handler": silent}]}])
     assert [run(invoke(reg, n, {}))[0] for n in ["one", "none", "data", "boom", "flag", "silent"]] == [
-        "1", "", '{"a": [1, "ü"]}', "ERROR: kaboom", "false", "ERROR: Silent"]
+        "1", "", '{"a": [1, "ü"]}', "ERROR: ValueError: kaboom", "false", "ERROR: Silent"]
     assert run(invoke(reg, "nope", {}))[0] == "ERROR: no capability provides a tool called nope"
     assert run(invoke({}, "nope", {}))[0] == "ERROR: no capability provides a tool called nope"
+
+
+def test_a_tool_that_raises_names_the_exception_and_keeps_its_traceback_for_the_person(tmp_path):
+    from bettong_nb.capabilities import filesystem
+
+    def price(item: str) -> float:
+        costs = {"tea": 2.5}
+        return costs[item]["cost"] if item in costs else {}["cost"]
+
+    reg = registry([{"id": "shop", "tools": [{"name": "price", "handler": price}]}, filesystem(root=tmp_path)])
+    output = run(run_tool(reg, "price", {"item": "milk"}))
+    assert output.text == "ERROR: KeyError: 'cost'"  # what the model reads
+    assert output.traceback.startswith("Traceback (most recent call last):")
+    assert "in price" in output.traceback and output.traceback.rstrip().endswith("KeyError: 'cost'")
+    assert "run_tool" not in output.traceback  # the tool's frames, not the loop's
+    # bettong_nb's own capabilities write their errors for the model: read as they are
+    refused = run(run_tool(reg, "read_file", {"path": "../outside.txt"})).text
+    assert refused.startswith("ERROR: ") and "Error:" not in refused
 
 
 def test_invoke_awaits_async_handlers_and_passes_keyword_arguments():

@@ -29,6 +29,7 @@ from typing import Iterator
 
 import nbformat
 import pytest
+from support.notebooks import answers as _answers
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -151,18 +152,18 @@ def test_quickstart(executed):
         "Light rain and 12 °C in Hobart today, so take a raincoat."]
 
     first, follow_up = (_cell(nb, f"%%agent chat\n{q}") for q in ("Compare", "Which"))
-    assert _data(first, "text/markdown") == [
+    assert _answers(first) == [
         "Hobart has light rain at 12 °C; Darwin is sunny at 31 °C, 19 degrees warmer."]
     activity = _data(first, "text/plain")[0].splitlines()
     assert activity == ['· get_weather(city="Hobart") → ok', '· get_weather(city="Darwin") → ok']
-    assert _data(follow_up, "text/markdown") == ["Darwin: sunny and 31 °C, while Hobart is rainy and 12 °C."]
+    assert _answers(follow_up) == ["Darwin: sunny and 31 °C, while Hobart is rainy and 12 °C."]
 
     (transcript,) = _data(next(c for c in nb.cells if c.source == "chat"), "text/html")
     assert "Session · 2 turns" in transcript and "You · turn 2" in transcript and "<details" in transcript
 
     usage = _rows(_data(_cell(nb, "usage = chat.usage_frame()"), "text/plain")[0])
     assert usage[0] == ["turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
-                        "cost_total"]
+                        "cost_total", "price_source"]
     assert [row[1:4] for row in usage[1:]] == [["1", "1", "hand-written"], ["1", "2", "hand-written"],
                                                 ["2", "1", "hand-written"]]
 
@@ -186,7 +187,7 @@ def test_data_exploration(executed):
 
     assert "Kepler's third law" in _stdout(_cell(nb, "planets = pd.read_csv"))
 
-    usage = _rows(_data(_cell(nb, "usage = found.usage_frame()"), "text/plain")[0])
+    usage = _rows(_data(_cell(nb, "usage = found.usage_frame(full=True)"), "text/plain")[0])
     assert [row[:2] for row in usage[1:]] == [["0", "1"], ["1", "2"], ["2", "3"]]
     tools = _rows(_data(_cell(nb, "tools = found.tool_frame()"), "text/plain")[0])
     csv_chars = sum(len((NOTEBOOKS / "data" / f"{n}.csv").read_text()) for n in ("planets", "moons", "missions"))
@@ -195,6 +196,14 @@ def test_data_exploration(executed):
 
     plots = [_data(_cell(nb, start), "image/png") for start in ("planets.plot.scatter", "usage.plot.bar")]
     assert all(len(images) == 1 and len(images[0]) > 1000 for images in plots)
+
+    failing = _cell(nb, "moons_per_planet = ")
+    assert [(o.output_type, o.ename) for o in failing.outputs] == [("error", "KeyError")]
+    explained = _cell(nb, "%agent explain analyst")
+    assert _answers(explained)[0].startswith("`moons_per_planet` has no key `'Saturn'`")
+    fixed = _cell(nb, "%agent fix analyst")
+    assert "```python\nmoons_per_planet = {" in _answers(fixed)[0]
+    assert _data(fixed, "text/plain")[-1] == "The code is in a new cell below (not run)."
 
 
 def test_teaching_capabilities(executed):

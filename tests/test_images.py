@@ -307,7 +307,7 @@ def test_the_usage_frame_counts_the_images_each_request_carried():
     session = bettong_nb.agent(provider=model, capabilities=[cap]).session()
     session.run(["Look:", Image(PLOT)])
     session.run("Again?")
-    frame = session.usage_frame()
+    frame = session.usage_frame(full=True)
     assert frame["images"].tolist() == [1, 2, 2]  # the prompt's; plus the tool's; both still in the transcript
     assert str(frame["images"].dtype) == "int64" and list(frame.columns).index("images") < list(frame.columns).index("latency_s")
 

@@ -1,19 +1,14 @@
-"""The magics in real kernels: notebooks run by nbclient (no widget frontend), and an interrupt
-sent to a kernel while an approval prompt waits."""
+"""The magics in real kernels: notebooks run by nbclient (no widget frontend). Interrupts in a
+live kernel are in test_kernel_interrupts.py."""
 
 from __future__ import annotations
 
-import json
-import queue
 import shutil
-import time
 from pathlib import Path
 
 import nbformat
-from jupyter_client.manager import start_new_kernel
 
-from bettong_nb.notebook.approvals import INTERRUPT_REASON
-from support.notebooks import WIDGET, data as _data, run_notebook, stdout as _stdout
+from support.notebooks import WIDGET, answers, data as _data, run_notebook, stdout as _stdout
 
 NOTEBOOKS = Path(__file__).parent / "notebooks"
 
@@ -31,19 +26,20 @@ def test_magics_notebook(tmp_path, monkeypatch):
     assert '<details class="bettong-tool bettong-call-call_0_0"' in activity
     assert "read_note(path=&quot;todo.txt&quot;)</code> →" in activity and ">ok</span>" in activity
     assert "&lt;b&gt;contents of todo.txt&lt;/b&gt;" in activity  # a tool result is shown escaped
-    assert _data(run, "text/markdown") == ["The note says **buy milk**."]
+    assert answers(run) == ["The note says **buy milk**."]
+    assert any("The note says <strong>buy milk</strong>." in h for h in _data(run, "text/html"))
     assert _data(run, "text/plain")[-1] == "2 requests 150 tokens (120 in, 30 out) [100 cached, 83% of input] · cost $0.00009"
 
     lines = _stdout(nb.cells[2]).splitlines()
     assert lines[0] == "True The note says **buy milk**. ['ok']"  # -o VAR and _agent_result, set when the cell ended
     assert lines[1] == 'What does todo.txt say? Keep code as is: def f(): return {"a": todo.txt}'
 
-    assert _data(nb.cells[3], "text/markdown") == ["Second turn: still **milk**."]
+    assert answers(nb.cells[3]) == ["Second turn: still **milk**."]
     (usage,) = _data(nb.cells[4], "text/html")
     assert "cost_total" in usage and usage.count("<tr>") == 3  # one body row per request
     (sessions,) = _data(nb.cells[5], "text/plain")
     assert sessions.splitlines()[1].split()[1:4] == ["bot", "agent", "2"]
-    (offline,) = _data(nb.cells[6], "text/markdown")
+    (offline,) = answers(nb.cells[6])
     assert "offline demo model" in offline
     (transcript,) = _data(nb.cells[7], "text/html")
     assert "You · turn 1" in transcript and "You · turn 2" in transcript and "<details" in transcript
@@ -60,77 +56,10 @@ def test_an_approval_without_a_frontend_is_denied_by_the_headless_policy(tmp_pat
                     "to this kernel (a headless run); the headless policy denies tool calls that need approval")
     run = nb.cells[1]
     assert not _data(run, WIDGET)  # no prompt was ever shown, so no widget is left in the notebook
-    assert _data(run, "text/markdown") == ["I was not allowed to delete it."]
+    assert answers(run) == ["I was not allowed to delete it."]
     assert ">denied</span>" in _data(run, "text/html")[0]
 
 
 def test_task_mode_returns_at_once_and_wait_joins(tmp_path, monkeypatch):
     nb = _execute("task_mode.ipynb", tmp_path, monkeypatch)
     assert _stdout(nb.cells[2]).splitlines() == ["returned before the answer: True", "Background answer. True 1"]
-
-
-def _until(kc, predicate, timeout: float) -> list[dict]:
-    """Read iopub messages until ``predicate(message)``; return them all."""
-    seen, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            message = kc.get_iopub_msg(timeout=0.5)
-        except queue.Empty:
-            continue
-        seen.append(message)
-        if predicate(message):
-            return seen
-    raise AssertionError(f"not seen within {timeout} s: {[m['msg_type'] for m in seen]}")
-
-
-def test_approvals_in_a_live_kernel_interrupt_and_blocking_calls(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    km, kc = start_new_kernel(kernel_name="python3")
-    try:
-        setup = "\n".join([
-            "%load_ext bettong_nb",
-            "import bettong_nb",
-            "from bettong_nb.notebook import approvals",
-            "from bettong_nb.providers.scripted import Scripted",
-            "approvals._frontend = True  # pretend a browser is attached: the prompt waits for a click",
-            "ran = []",
-            "def touch(path: str) -> str:",
-            "    '''Touch a file.'''",
-            "    ran.append(path)",
-            "    return 'touched'",
-            "model = Scripted([[('touch', {'path': 'a'})], [('touch', {'path': 'b'})], 'Stopped as asked.'])",
-            "bot = bettong_nb.agent(provider=model, capabilities=[{'id': 'fs', 'instructions': None,",
-            "                                                       'tools': [bettong_nb.tool(touch)]}])",
-        ])
-        assert kc.execute_interactive(setup, timeout=30)["content"]["status"] == "ok"
-        msg_id = kc.execute("%%agent bot --approve -o res\nTouch two files")
-        _until(kc, lambda m: m["parent_header"].get("msg_id") == msg_id and WIDGET in m["content"].get("data", {}),
-               timeout=30)  # the prompt is on screen
-        km.interrupt_kernel()
-        reply = kc.get_shell_msg(timeout=30)
-        assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "ok", reply["content"]
-        out = []
-        check = "print(json.dumps([ran, [c.status for c in res.tool_calls], res.stop_reason, len(model.requests), " \
-                "[b['content'] for b in res.messages[-1]['content']]]))"
-        kc.execute_interactive("import json\n" + check, timeout=30,
-                               output_hook=lambda m: m["msg_type"] == "stream" and out.append(m["content"]["text"]))
-        ran, statuses, stop_reason, requests, told = json.loads("".join(out))
-        # the interrupt denies the waiting call and ends the run: no further model request
-        assert ran == [] and statuses == ["denied"] and stop_reason == "stopped" and requests == 1
-        assert told == [f"ERROR: touch was not allowed: {INTERRUPT_REASON}"]
-
-        # A blocking agent.run() in a cell: no click could arrive, so it is denied at once, not hung.
-        out.clear()
-        blocking = "\n".join([
-            "caps = [{'id': 'fs', 'instructions': None, 'tools': [bettong_nb.tool(touch)]}]",
-            "r = bettong_nb.agent(provider=Scripted([[('touch', {'path': 'c'})], 'ok']), capabilities=caps,",
-            "                     approve_fn=approvals.ask_with_buttons).run('go')",
-            "print(json.dumps([ran, r.tool_calls[0].reason]))",
-        ])
-        kc.execute_interactive(blocking, timeout=30,
-                               output_hook=lambda m: m["msg_type"] == "stream" and out.append(m["content"]["text"]))
-        ran, reason = json.loads("".join(out))
-        assert ran == [] and reason.startswith("no one approved it: the agent runs in a blocking call")
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)

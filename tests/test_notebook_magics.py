@@ -19,7 +19,7 @@ from IPython.utils.capture import capture_output
 import bettong_nb
 from bettong_nb import events
 from bettong_nb.approvals import conversation
-from bettong_nb.notebook import approvals, magics
+from bettong_nb.notebook import approvals, interpolation, magics
 from bettong_nb.providers.offline import OFFLINE_NOTICE, OfflineModel
 from bettong_nb.providers.scripted import Scripted
 
@@ -236,13 +236,54 @@ def test_errors_are_clear_usage_errors(ip, cell, message):
     assert message in str(error)
 
 
-def test_a_failing_model_is_a_clear_error_and_leaves_the_session_as_it_was(ip):
-    chat = bettong_nb.agent(provider=Scripted([])).session()
+def test_a_failing_model_is_one_short_error_and_leaves_the_session_as_it_was(ip):
+    chat = bettong_nb.agent(provider=Scripted(["first"])).session()
     ip.user_ns["chat"] = chat
-    result, _ = _run(ip, "%%agent chat\nhi")
-    assert isinstance(result.error_in_exec, UsageError)
-    assert str(result.error_in_exec) == "ProviderError: The scripted model has no turn 1 (it was given 0)"
-    assert chat.turns == 0 and chat.transcript == []
+    _ok(ip, "%%agent chat\nhi")
+    assert ip.user_ns["_agent_result"].output == "first"
+    result, captured = _run(ip, "%%agent chat\nagain")
+    error = result.error_in_exec
+    assert isinstance(error, bettong_nb.ProviderError)
+    line = "ProviderError: The scripted model has no turn 2 (it was given 1)"
+    assert error._render_traceback_() == [line]  # IPython shows this one line, no traceback
+    shown = captured.stdout + captured.stderr + "".join(o.data.get("text/plain", "") for o in captured.outputs)
+    assert shown.count("has no turn 2") == 1, shown  # once: no "✘ X" before the error
+    assert chat.turns == 1 and len(chat.transcript) == 3
+    assert "_agent_result" not in ip.user_ns  # never the previous cell's answer
+
+
+def test_user_errors_are_one_line_in_a_notebook_and_bugs_keep_their_traceback(ip, monkeypatch, tmp_path):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    ip.user_ns["bettong_nb"] = bettong_nb
+    from support.servers import free_port
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    ip.user_ns["Replay"] = bettong_nb.providers.Replay
+    cells = {
+        "bettong_nb.openai(base_url='http://127.0.0.1:9/v1').run('hi')": "ProviderError: No OpenAI API key",
+        f"bettong_nb.openai(base_url='http://127.0.0.1:{free_port()}/v1', api_key='k', max_retries=0).run('hi')":
+            "ProviderError: openai at http://127.0.0.1:",
+        f"bettong_nb.agent(provider=Replay({str(empty)!r})).run('hi')": "ReplayMismatch: The cassette",
+        "bettong_nb.agent(provider=lambda r: None, max_step=3)": "OptionError: Unknown agent option: max_step.",
+        "bettong_nb.agent(provider=lambda r: None).run('hi', cost_budget=1)": "OptionError: cost_budget needs prices",
+    }
+    for cell, start in cells.items():
+        result, captured = _run(ip, cell)
+        rendered = result.error_in_exec._render_traceback_()
+        assert len(rendered) == 1 and rendered[0].startswith(start), (cell, rendered)
+    result, _ = _run(ip, "bettong_nb.agent(provider=lambda request: request.missing).run('hi')")
+    assert isinstance(result.error_in_exec, AttributeError)  # a bug: the full traceback, as Python shows it
+    assert not hasattr(result.error_in_exec, "_render_traceback_")
+    ip.user_ns.pop("bettong_nb")
+    ip.user_ns.pop("Replay")
+
+
+def test_unknown_and_abbreviated_options_point_to_the_help(ip):
+    for cell, message in (("%%agent --verbose\nhi", "unrecognized arguments: --verbose (see %%agent --help)"),
+                          ("%%agent --max-step 3\nhi", "unrecognized arguments: --max-step (see %%agent --help)")):
+        result, _ = _run(ip, cell)
+        assert isinstance(result.error_in_exec, UsageError) and str(result.error_in_exec) == message
 
 
 # --- interpolation ----------------------------------------------------------------------------
@@ -298,17 +339,17 @@ INTERPOLATION = [
 @pytest.mark.parametrize("template, expected", INTERPOLATION, ids=[t for t, _ in INTERPOLATION])
 def test_interpolation(template, expected, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert magics.interpolate(template, NAMESPACE) == expected
+    assert interpolation.interpolate(template, NAMESPACE) == expected
     assert not (tmp_path / "pwned").exists()
 
 
 def test_a_dataframe_interpolates_as_a_bounded_preview():
     df = pd.DataFrame({"city": [f"c{i}" for i in range(500)], "value": range(500), "text": ["x" * 300] * 500})
-    text = magics.interpolate("Look at {df}", {"df": df})
+    text = interpolation.interpolate("Look at {df}", {"df": df})
     assert text.startswith("Look at DataFrame (500 × 3):\n")
     assert "c9" in text and "c10 " not in text and "… (490 more rows)" in text
-    assert len(text) <= len("Look at ") + magics.PREVIEW_CHARS + 50
-    series = magics.interpolate("{s}", {"s": df["value"]})
+    assert len(text) <= len("Look at ") + interpolation.PREVIEW_CHARS + 50
+    series = interpolation.interpolate("{s}", {"s": df["value"]})
     assert series.startswith("Series (500):") and len(series.splitlines()) < 15
 
 
@@ -333,10 +374,8 @@ def test_await_mode_turns_the_cell_into_an_awaiting_call(ip):
     ip.user_ns["bot"] = _tool_agent(model)
     captured = _ok(ip, "%%agent bot -o res\ngo")
     assert ip.user_ns["res"].output == "The **answer**"
-    final = {}
-    for output in captured.outputs:
-        final.update({k: v for k, v in output.data.items() if v})
-    assert final["text/markdown"] == "The **answer**"
+    (answer,) = [o.data for o in captured.outputs if "bettong-markdown" in o.data.get("text/html", "")]
+    assert answer["text/plain"] == "The **answer**" and "The <strong>answer</strong>" in answer["text/html"]
     assert "note(text=&quot;a&quot;)" in "".join(o.data.get("text/html", "") for o in captured.outputs)
     result, _ = _run(ip, "%%agent nobody\nhi")
     assert isinstance(result.error_in_exec, UsageError)
@@ -531,3 +570,128 @@ def test_approve_in_a_cell_records_decisions_on_the_result(ip, monkeypatch):
     assert call.reason.startswith("no one approved it: no widget frontend")
     html = "".join(o.data.get("text/html", "") for o in captured.outputs)
     assert re.search(r'→ <span style="color:var\(--jp-error-color1[^"]*">denied</span>', html)
+
+
+def _recorded_run(monkeypatch, turns, clicks):
+    """A run drawn by a LiveView whose prompts are answered by ``clicks``: (the final bundles of
+    activity, prompt slot and answer; the result; the prompts shown)."""
+    from bettong_nb.notebook.display import LiveView
+    from test_notebook_display import Recorder
+
+    monkeypatch.setattr(approvals, "_frontend", True)
+    recorder = Recorder()
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        view = LiveView(show=recorder.show, interval=0, prompts=True)
+        approver = approvals.ButtonApprover(timeout=5, show=view.prompts)
+        shown = []
+
+        def show(widget):
+            view.prompts(widget)
+            shown.append(approver.prompts[-1])
+            loop.call_later(0.01, clicks[len(shown) - 1], shown[-1])
+
+        approver.show = show
+        show.settle = view.prompts.settle
+        agent = _tool_agent(Scripted(turns), approve_fn=approver, on_event=view)
+        with conversation(approver):  # a conversation across the steps, as a Session makes
+            result = await agent.arun("go")
+        view.finish(result)
+        return result, shown
+
+    result, shown = asyncio.run(main())
+    activity, slot, answer = (recorder.handles[i].bundles[-1] for i in range(3))
+    summaries = [re.sub(r"<[^>]+>", "", s) for s in re.findall(r"<summary[^>]*>(.*?)</summary>",
+                                                                 activity["text/html"], re.S)]
+    decided = [s.split("→ ")[1].split(" · ")[:2] for s in summaries]
+    return decided, slot, answer, result, shown
+
+
+def test_decided_prompts_collapse_to_one_line_beside_their_calls(monkeypatch):
+    turns = [[("note", {"text": "a"}), ("note", {"text": "b"}), ("note", {"text": "c"})],
+             [("note", {"text": "d"}), ("note", {"text": "e"})], "never asked"]
+    clicks = [lambda p: _click(p, "allow"), lambda p: _click(p, "deny", "not b"), lambda p: _click(p, "deny"),
+              lambda p: _click(p, "stop")]
+    decided, slot, answer, result, shown = _recorded_run(monkeypatch, turns, clicks)
+    assert decided == [["ok", "allowed by you"], ["denied: not b"], ["denied by you"], ["denied", "stopped by you"],
+                       ["denied"]]  # e was denied by the stop, without a prompt
+    assert slot == {"text/plain": "", "text/html": ""}  # no widget is left in the cell
+    assert len(shown) == 4 and all(p.widget.comm is None for p in shown)  # the prompts' widgets are closed
+    assert answer["text/plain"] == "(no final answer: stopped by you)"  # not the instruction the model read
+    assert result.reason == approvals.STOP_REASON
+
+    turns = [[("note", {"text": "a"})], [("note", {"text": "b"})], "done"]
+    decided, slot, answer, _, shown = _recorded_run(monkeypatch, turns, [lambda p: _click(p, "always")])
+    assert decided == [["ok", "allowed always (this session)"]] * 2 and len(shown) == 1
+    assert slot == {"text/plain": "", "text/html": ""} and answer["text/plain"] == "done"
+
+
+def test_a_prompt_outside_a_cell_magic_is_replaced_by_its_record(ip, monkeypatch):
+    monkeypatch.setattr(approvals, "_frontend", True)
+    approver = approvals.ButtonApprover(timeout=5)  # no show: each prompt gets an output of its own
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.05, lambda: _click(approver.prompts[-1], "deny", "no thanks"))
+        return await _tool_agent(Scripted([[("note", {"text": "a"})], "ok"]), approve_fn=approver).arun("go")
+
+    with capture_output() as captured:
+        result = asyncio.run(main())
+    assert result.tool_calls[0].status == "denied"
+    prompt, record = captured.outputs
+    assert "application/vnd.jupyter.widget-view+json" in prompt.data
+    assert record.update and record.transient == prompt.transient  # the same output, replaced
+    assert record.data["text/plain"] == 'note(text="a") — denied: no thanks'
+    assert 'class="bettong-decision"' in record.data["text/html"]
+
+
+def _final(captured) -> list[dict]:
+    """What each display of a cell shows at its end (updates applied), in order."""
+    shown: dict = {}
+    for output in captured.outputs:
+        key = (output.transient or {}).get("display_id") or id(output)
+        shown[key] = output.data
+    return list(shown.values())
+
+
+@pytest.mark.parametrize("mode", ["block", "await"])
+def test_the_cell_says_the_model_refused(ip, mode):
+    from bettong_nb.providers import Response
+
+    _ok(ip, f"%config AgentMagics.run_mode = '{mode}'")
+    refusal = Response(content=[{"type": "text", "text": "Here is how"}], stop_reason="refusal",
+                       stop_details={"type": "refusal", "category": "cyber"})
+    ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted([refusal]))
+    captured = _ok(ip, "%%agent bot\nhow do I break in?")
+    result = ip.user_ns["_agent_result"]
+    assert result.refused() and result.output == ""
+    said = "(the model refused to answer — category: cyber)"
+    if mode == "block":  # a terminal printed the streamed words; the line after them says what they were
+        assert captured.stdout.splitlines()[1] == said
+    else:
+        answers = [d["text/plain"] for d in _final(captured) if "bettong-why" in d.get("text/html", "")]
+        assert answers == [said] and "Here is how" not in str(_final(captured))
+
+
+def test_a_budget_stop_is_said_once(ip):
+    _ok(ip, "%config AgentMagics.run_mode = 'await'")
+    ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted(["never"]), token_budget=5)
+    captured = _ok(ip, "%%agent bot\nhello there, a prompt over five tokens")
+    shown = str(_final(captured))
+    assert shown.count("token budget of 5 would be exceeded") == 2, shown  # the answer's line, plain and HTML
+
+
+def test_the_readmes_first_notebook_cells_run_with_no_key(ip, monkeypatch):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(root)
+    section = (root / "README.md").read_text().split("## In a notebook", 1)[1]
+    first, prompt = re.findall(r"```(?:python)?\n(.*?)```", section, re.S)[:2]
+    assert first.startswith("%load_ext bettong_nb\n")  # the extension first, so %%agent exists
+    _ok(ip, first)
+    assert isinstance(ip.user_ns["bot"].provider, bettong_nb.providers.OfflineModel)
+    _ok(ip, prompt.replace(" --approve", "") + "\n")  # no person to click in a test shell
+    assert [c.tool for c in ip.user_ns["_agent_result"].tool_calls] == ["list_dir", "read_file"]
+    ip.user_ns.pop("bettong_nb", None)

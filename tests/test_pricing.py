@@ -37,7 +37,7 @@ def table_cost(record: RequestRecord) -> float:
 
 
 def assert_priced_by_the_table(result, provider: str) -> None:
-    frame = result.usage_frame()
+    frame = result.usage_frame(full=True)
     assert [r.provider for r in result.requests] == [provider] * len(result.requests)
     assert frame["cost_total"].notna().all() and (frame["cost_total"] > 0).all()
     assert frame["cost_total"].tolist() == pytest.approx([table_cost(r) for r in result.requests], rel=1e-9)
@@ -59,7 +59,7 @@ def test_a_deepseek_run_without_prices_is_priced_from_the_table():
     assert result.done and [r.model for r in result.requests] == ["deepseek-v4-flash"] * 2
     assert result.requests[0].usage.cache_hit_tokens == 1216 and result.requests[0].usage.reasoning_tokens == 22
     assert_priced_by_the_table(result, "deepseek")
-    frame = result.usage_frame()
+    frame = result.usage_frame(full=True)
     # cache hits bill at DeepSeek's cache price, far below its input price
     assert frame.loc[0, "cost_cache_hit"] < frame.loc[0, "cost_input"] * 1216 / 46
 
@@ -70,7 +70,7 @@ def test_an_anthropic_run_without_prices_is_priced_from_the_table():
         result = bettong_nb.anthropic(base_url=server.url, api_key=KEY, capabilities=[weather()]).run("Weather?")
     assert result.done and [r.model for r in result.requests] == ["claude-opus-5"] * 2
     assert_priced_by_the_table(result, "anthropic")
-    frame = result.usage_frame()
+    frame = result.usage_frame(full=True)
     assert frame.loc[0, "cost_cache_write"] > 0 and frame.loc[0, "cost_cache_hit"] == 0, "turn 1 writes the cache"
     assert frame.loc[1, "cost_cache_hit"] > 0 and frame.loc[1, "cost_cache_write"] == 0, "turn 2 reads it"
 
@@ -78,7 +78,7 @@ def test_an_anthropic_run_without_prices_is_priced_from_the_table():
 def test_an_unknown_model_costs_nan_and_says_unknown():
     with LoopbackServer(ChatScript([chat_message("hi", model="my-finetune-7b")])) as server:
         result = bettong_nb.openai(base_url=server.url + "/v1", api_key=KEY).run("x")
-    frame = result.usage_frame()
+    frame = result.usage_frame(full=True)
     assert frame["price_source"].tolist() == ["unknown"]
     assert frame[COST_PARTS + ["cost_total"]].isna().all(axis=None)
     assert math.isnan(result.cost())
@@ -89,7 +89,7 @@ def test_given_prices_win_and_carry_their_currency():
     with LoopbackServer(ChatScript([chat_message("hi", model="deepseek-v4-flash")])) as server:
         result = bettong_nb.deepseek(base_url=server.url, api_key=KEY,
                                      prices={"input": 2.0, "output": 8.0, "currency": "EUR"}).run("x")
-    frame = result.usage_frame()
+    frame = result.usage_frame(full=True)
     assert frame["price_source"].tolist() == ["given"] and frame.attrs["currency"] == "EUR"
     assert frame["cost_total"].tolist() == pytest.approx([(10 * 2.0 + 2 * 8.0) / 1e6])
     assert result.usage_line().endswith(" · cost €0.000036")
@@ -100,7 +100,7 @@ def test_given_prices_win_and_carry_their_currency():
 def test_a_local_ollama_model_costs_nothing():
     with LoopbackServer(OllamaScript([wire("ollama", "answer")])) as server:
         result = bettong_nb.ollama(base_url=server.url, model="qwen3:8b").run("x")
-    frame = result.usage_frame()
+    frame = result.usage_frame(full=True)
     assert frame["price_source"].tolist() == ["local"] and frame["cost_total"].tolist() == [0.0]
     assert result.usage_line().endswith(" · cost $0")
 

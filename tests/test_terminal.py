@@ -14,7 +14,7 @@ def test_result_text_reads_well_in_a_terminal():
     lines = text.splitlines()
     assert lines[0] == "All **done**"
     assert lines[1].startswith("  · echo(text=") and "→ ok" in lines[1]
-    assert "→ error: boom happened (" in lines[2]  # why it failed, on the same line
+    assert "→ error: ValueError: boom happened (" in lines[2]  # why it failed, on the same line
     assert lines[3].endswith("→ denied: not that one")  # no run time: a denied call never ran
     assert lines[-1].startswith("  2 requests")
 
@@ -40,6 +40,6 @@ def test_text_view_says_why_a_call_failed_or_was_denied():
                     on_event=view, approve_fn=deny).run("go")
     view.finish(result)
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith('  · echo(text="boom") → error: boom happened (')
+    assert lines[0].startswith('  · echo(text="boom") → error: ValueError: boom happened (')
     assert lines[1] == '  · echo(text="no") → denied: not that one'
     assert lines[2] == "Done." and lines[3].startswith("  2 requests")

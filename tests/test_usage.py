@@ -76,4 +76,11 @@ def test_the_usage_line_is_the_summary_and_the_cost():
     assert usage.line(u, {"input": 1.0, "currency": "chf"}).endswith(" · cost 0.003042 CHF")
     assert usage.line(u, spent=float("nan")) == summary(u), "an unknown cost is not shown, never as 0"
     assert usage.line(u, spent=0.0).endswith(" · cost $0")
+    assert usage.line(usage.Usage(requests=1, prompt_tokens=93), {"input": 1.0}).endswith("· cost $0.000093")
+
+
+def test_money_carries_its_currency():
+    assert usage.money(0.000093) == "$0.000093" and usage.money(0) == "$0"
+    assert usage.money(1.5, "EUR") == "€1.5" and usage.money(0.25, "usd") == "$0.25"
+    assert usage.money(1.5, "chf") == "1.5 CHF"
     assert usage.line(usage.Usage(requests=1)) == "1 request 0 tokens (0 in, 0 out)"

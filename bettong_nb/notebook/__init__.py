@@ -14,12 +14,13 @@ import importlib
 from typing import Any
 
 __all__ = ["ask_with_buttons", "ButtonApprover", "frontend_connected", "result_html", "session_html", "AgentMagics",
-           "interpolate", "WidgetProgress"]
+           "interpolate", "WidgetProgress", "StopOnInterrupt", "ErrorLog"]
 
 _HOMES = {
     "ask_with_buttons": "approvals", "ButtonApprover": "approvals", "frontend_connected": "approvals",
-    "result_html": "display", "session_html": "display",
-    "AgentMagics": "magics", "interpolate": "magics", "WidgetProgress": "progress",
+    "result_html": "display", "session_html": "display", "AgentMagics": "magics",
+    "interpolate": "interpolation", "WidgetProgress": "progress", "StopOnInterrupt": "interrupts",
+    "ErrorLog": "errorlog",
 }
 
 

@@ -7,15 +7,22 @@
 
 Each call gets a prompt: the tool, its arguments and capability, buttons Allow, Allow always
 (this tool, this conversation), Deny and Stop, and a "reason (optional)" box whose text goes to
-the model when you deny. Stop (or a kernel interrupt while a prompt waits) denies the call
-and every later one in the same run, so the model answers with what it has. A click is a
-person's decision (``Allow(person=True)``); the headless policy's and a timeout's are not, so
-they never let a tool that needs a person (run_python) run.
+the model when you deny. Stop denies the call and every later one in the same run, so the
+model answers with what it has; so does a kernel interrupt while a prompt waits, except in a
+``%%agent`` cell, where the stop button ends the cell at once. A click is a person's decision
+(``Allow(person=True)``); the headless policy's and a timeout's are not, so they never let a
+tool that needs a person (run_python) run.
+
+Once decided, a prompt gives way to one line of record ("allowed by you", "allowed always
+(this session)", "denied: <reason>", "stopped by you"): in a ``%%agent`` cell beside its own
+tool call, elsewhere in the prompt's place. The record is plain HTML, so a saved notebook and
+``jupyter nbconvert`` keep it; no widget is left behind.
 
 With no widget frontend (nbclient, papermill, a closed tab) or no decision within ``timeout``
 seconds the headless policy decides (default: deny, with the reason told to the model). The
 wait never hangs. It needs the cell to be awaiting (``%%agent`` does that on ipykernel >= 7.4)
-or the agent to run as a task; a blocking cell cannot receive the click.
+or the agent to run as a task; a blocking cell (``agent.run()``) cannot receive the click, so
+its calls are denied at once and the cell says so.
 """
 
 from __future__ import annotations
@@ -31,13 +38,21 @@ from typing import Any, Callable
 
 from .._kernel import jupyter_kernel
 from ..approvals import Allow, ApprovalRequest, Deny, Verdict
-from ..transcript_html import _ERROR, _OK, css_id
+from ..terminal import args_preview
+from ..transcript_html import _ERROR, _MUTED, _OK, css_id
+from . import interrupts
 
-__all__ = ["ButtonApprover", "ask_with_buttons", "frontend_connected", "HEADLESS_POLICIES", "STOP_REASON"]
+__all__ = ["ButtonApprover", "ask_with_buttons", "frontend_connected", "HEADLESS_POLICIES", "STOP_REASON",
+           "BLOCKING_NOTE"]
 
 HEADLESS_POLICIES = ("deny", "allow")
 STOP_REASON = "the user stopped the run; do not call more tools, answer with what you have"
 INTERRUPT_REASON = "the user interrupted the run; do not call more tools, answer with what you have"
+BLOCKING_NOTE = ("Approval buttons cannot work under a blocking agent.run() in a notebook (the cell holds the "
+                 "kernel until it returns), so its tool calls are denied. Use a %%agent … --approve cell, "
+                 "or await agent.arun(...).")
+# What a decided prompt leaves behind, one line each.
+ALLOWED, ALWAYS, STOPPED = "allowed by you", "allowed always (this session)", "stopped by you"
 
 # "Allow always": the tools allowed for the rest of a conversation (a Session, else one run).
 _always: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
@@ -93,8 +108,8 @@ class _Interrupts:
             deny()
 
     def add(self, deny: Callable[[], None]) -> bool:
-        if threading.current_thread() is not threading.main_thread():
-            return False
+        if threading.current_thread() is not threading.main_thread() or interrupts.active():
+            return False  # a %%agent cell's guard owns SIGINT: the stop button ends the cell
         if not self.waiting:
             self.saved = signal.signal(signal.SIGINT, self._handle)
         self.waiting.add(deny)
@@ -111,13 +126,21 @@ class _Interrupts:
 _interrupts = _Interrupts()
 
 
-class _Prompt:
-    """The widget for one call; ``future`` gets the verdict."""
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
-    def __init__(self, request: ApprovalRequest, loop: asyncio.AbstractEventLoop, future: asyncio.Future):
+
+class _Prompt:
+    """The widget for one call; ``future`` gets the verdict, ``on_decided`` the line of record."""
+
+    def __init__(self, request: ApprovalRequest, loop: asyncio.AbstractEventLoop, future: asyncio.Future,
+                 on_decided: Callable[["_Prompt", str], None] | None = None):
         import ipywidgets as widgets
 
-        self.request, self.loop, self.future = request, loop, future
+        self.request, self.loop, self.future, self.on_decided = request, loop, future, on_decided
         args = json.dumps(request.args, ensure_ascii=False, indent=2, default=str)
         where = f" <span style='opacity:.7'>(capability: {html.escape(str(request.capability))})</span>" \
             if request.capability else ""
@@ -135,31 +158,60 @@ class _Prompt:
                                    tooltip="deny this and every later tool call in this run")
         self.reason = widgets.Text(placeholder="reason (optional)", layout=widgets.Layout(width="24em"))
         self.status = widgets.HTML("")
-        self.allow.on_click(lambda _: self.decide(Allow(person=True), "allowed"))
-        self.always.on_click(lambda _: self.decide("always", f"allowed; {request.tool} is allowed from now on "
-                                                             "in this session"))
+        self.allow.on_click(lambda _: self.decide(Allow(person=True), ALLOWED))
+        self.always.on_click(lambda _: self.decide("always", ALWAYS))
         self.deny.on_click(lambda _: self._denied())
-        self.stop.on_click(lambda _: self.decide(Deny(STOP_REASON, stop=True, person=True),
-                                                 "stopped: this and later tool calls are denied"))
+        self.stop.on_click(lambda _: self.decide(Deny(STOP_REASON, stop=True, person=True), STOPPED))
         self.widget = widgets.VBox([header, widgets.HBox([self.allow, self.always, self.deny, self.stop]),
                                     self.reason, self.status])
         self.widget.add_class("bettong-approval")
         self.widget.add_class(f"bettong-call-{css_id(request.call_id)}")
 
     def _denied(self) -> None:
-        reason = self.reason.value.strip() or "denied by the user"
-        self.decide(Deny(reason, person=True), f"denied: {reason}")
+        reason = self.reason.value.strip()
+        self.decide(Deny(reason or "denied by the user", person=True), f"denied: {reason}" if reason else
+                    "denied by you")
 
     def decide(self, verdict: Any, shown: str) -> None:
-        """Record a verdict (first one wins), lock the buttons and show what was decided."""
+        """Record a verdict (first one wins), lock the buttons and hand the line of record on."""
         if self.future.done() or self.allow.disabled:
             return
         for control in (self.allow, self.always, self.deny, self.stop, self.reason):
             control.disabled = True
         colour = _OK if verdict == "always" or verdict else _ERROR  # the theme's own colours
         self.status.value = f"<span style='color:{colour};font-weight:600'>{html.escape(shown)}</span>"
-        # Clicks may arrive on a comm thread; the future belongs to the loop running the agent.
+        # Clicks may arrive on a comm thread; the future and the display belong to the loop running the agent.
         self.loop.call_soon_threadsafe(lambda: self.future.done() or self.future.set_result(verdict))
+        if self.on_decided is not None:
+            if _running_loop() is self.loop:  # decided in the run itself (a timeout, a stop): record it now
+                self.on_decided(self, shown)
+            else:
+                self.loop.call_soon_threadsafe(self.on_decided, self, shown)
+
+    def close(self) -> None:
+        for widget in (self.widget, *self.widget.children, *self.widget.children[1].children):
+            widget.close()
+
+
+class _OwnOutput:
+    """Where prompts go outside a %%agent cell: each in an output of its own, which its line of
+    record replaces once it is decided."""
+
+    def __init__(self) -> None:
+        self.handles: dict[int, Any] = {}
+
+    def __call__(self, widget: Any) -> None:
+        from IPython.display import display
+
+        self.handles[id(widget)] = display(widget, display_id=True)
+
+    def settle(self, widget: Any, call: ApprovalRequest, line: str) -> None:
+        handle = self.handles.pop(id(widget), None) if widget is not None else None
+        if handle is None:
+            return
+        text = f"{call.tool}({args_preview(call.args)}) — {line}"
+        handle.update({"text/plain": text, "text/html": f'<div class="bettong-decision" style="{_MUTED}">'
+                                                        f'{html.escape(text)}</div>'}, raw=True)
 
 
 class ButtonApprover:
@@ -168,8 +220,10 @@ class ButtonApprover:
     ``timeout``: seconds to wait for a click before the headless policy decides.
     ``headless``: "deny" (default) or "allow", used when nobody can or does answer.
     ``probe_timeout``: seconds to wait for the frontend round trip (once per kernel).
-    ``show``: where a prompt is shown (``%%agent`` passes a place in its own cell); display()
-    by default.
+    ``show``: where a prompt is shown, a callable taking the widget (``%%agent`` passes a place
+    in its own cell); with a ``settle(widget, request, line)`` method it also gets each decided
+    prompt back with its line of record. Default: an output of the prompt's own, replaced by
+    the record.
     """
 
     def __init__(self, *, timeout: float = 300.0, headless: str = "deny", probe_timeout: float = 2.0,
@@ -181,48 +235,62 @@ class ButtonApprover:
         self.timeout = timeout
         self.headless = headless
         self.probe_timeout = probe_timeout
-        self.show = show
+        self.show = show if show is not None else _OwnOutput()
         self.prompts: list[_Prompt] = []  # every prompt shown, newest last
+        self._told: "weakref.WeakSet[Any]" = weakref.WeakSet()  # runs told that buttons cannot work
 
     def _headless(self, why: str) -> Verdict:
         if self.headless == "allow":
             return Allow()
         return Deny(f"no one approved it: {why}; the headless policy denies tool calls that need approval")
 
+    def _settle(self, prompt: _Prompt | None, request: ApprovalRequest, line: str) -> None:
+        settle = getattr(self.show, "settle", None)
+        if settle is not None:
+            settle(None if prompt is None else prompt.widget, request, line)
+        if prompt is not None:
+            prompt.close()
+
+    def _blocked(self, scope: Any) -> Verdict:
+        """agent.run() in a cell: the kernel is blocked until it returns, so no click can arrive."""
+        if scope not in self._told:
+            self._told.add(scope)
+            from IPython.display import display
+
+            # From the worker thread the run's context still names this cell, so the line lands here.
+            display({"text/plain": BLOCKING_NOTE,
+                     "text/html": f'<div class="bettong-note" style="{_MUTED}">{html.escape(BLOCKING_NOTE)}</div>'},
+                    raw=True)
+        return self._headless("the agent runs in a blocking call, so no click can reach it "
+                              "(use %%agent or await agent.arun(...))")
+
     async def __call__(self, request: ApprovalRequest) -> Verdict:
         scope = request.scope if request.scope is not None else self
         if request.tool in _always.get(scope, ()):
+            self._settle(None, request, ALWAYS)
             return Allow(person=True)  # a person said so, for this conversation
         if threading.current_thread() is not threading.main_thread() and jupyter_kernel() is not None:
-            # agent.run() in a cell: the kernel is blocked until it returns, so no click can arrive.
-            return self._headless("the agent runs in a blocking call, so no click can reach it "
-                                  "(use %%agent or await agent.arun(...))")
+            return self._blocked(scope)
         if not await frontend_connected(timeout=self.probe_timeout):
             return self._headless("no widget frontend is connected to this kernel (a headless run)")
         loop = asyncio.get_running_loop()
         future: asyncio.Future = loop.create_future()
-        prompt = _Prompt(request, loop, future)
+        prompt = _Prompt(request, loop, future, on_decided=lambda p, line: self._settle(p, request, line))
         self.prompts.append(prompt)
-        show = self.show
-        if show is None:
-            from IPython.display import display
-
-            show = display
 
         def interrupted() -> None:
-            prompt.decide(Deny(INTERRUPT_REASON, stop=True, person=True),
-                          "interrupted: this and later tool calls are denied")
+            prompt.decide(Deny(INTERRUPT_REASON, stop=True, person=True), STOPPED)
 
         watching = _interrupts.add(interrupted)  # before the prompt is on screen, so no interrupt slips by
         try:
-            show(prompt.widget)
+            self.show(prompt.widget)
             verdict = await asyncio.wait_for(asyncio.shield(future), self.timeout)
         except (asyncio.TimeoutError, TimeoutError):
             verdict = self._headless(f"no decision within {self.timeout:g} s")
             shown = "allowed" if verdict else "denied"
             prompt.decide(verdict, f"{shown} by the headless policy: no decision within {self.timeout:g} s")
         except asyncio.CancelledError:
-            prompt.decide(Deny("cancelled"), "cancelled")
+            prompt.decide(Deny("cancelled"), STOPPED)  # the stop button ended the cell
             raise
         finally:
             if watching:

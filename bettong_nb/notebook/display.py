@@ -20,10 +20,38 @@ from .. import events
 from ..results import ToolCall
 from ..terminal import call_line
 # The live view draws with the transcript's own pieces and styles, so both look the same.
-from ..transcript_html import (_BOX, _DETAILS, _ERROR, _MUTED, _PRE, _SUMMARY, _TEXT, RESULT_PREVIEW_CHARS,
-                               _answer_html, _esc, css_id, result_html, safe_markdown, session_html, tool_block)
+from ..sanitize import html_answer
+from ..transcript_html import (_BOX, _DETAILS, _ERROR, _MUTED, _PRE, _PROSE, _SUMMARY, _TEXT, RESULT_PREVIEW_CHARS,
+                               _answer_html, _esc, css_id, result_html, session_html, tool_block)
 
-__all__ = ["result_html", "session_html", "tool_block", "css_id", "LiveView", "PromptSlot", "RESULT_PREVIEW_CHARS"]
+__all__ = ["result_html", "session_html", "batch_text", "batch_html", "answer_bundle", "tool_block", "css_id",
+           "LiveView", "PromptSlot", "RESULT_PREVIEW_CHARS"]
+
+
+def batch_text(results: Any) -> str:
+    """A Batch in one line: ``Batch of 10: 7 done · 0 failed · 3 cancelled · <usage line>``."""
+    failed, cancelled = len(results.failed), len(results.cancelled)
+    counts = [f"{len(results) - failed - cancelled} done", f"{failed} failed"]
+    if cancelled:
+        counts.append(f"{cancelled} cancelled")
+    return f"Batch of {len(results)}: {' · '.join(counts)} · {results.usage_line()}"
+
+
+def batch_html(results: Any) -> str:
+    return (f'<div class="bettong-batch" style="{_BOX}">{_esc(batch_text(results))}'
+            f'<div style="{_MUTED}">results[i] is item i\'s RunResult; results.usage_frame() has one row per '
+            f'request</div></div>')
+
+
+def answer_bundle(text: str, fmt: str = "markdown") -> dict:
+    """How an answer is shown in format ``fmt`` (``%%agent -f``): Markdown rendered safe, plain
+    text, or HTML sanitised (no scripts, no event handlers, nothing fetched)."""
+    if fmt == "text":
+        return {"text/plain": text}
+    if fmt == "html":
+        return {"text/html": f'<div class="bettong-html-answer" style="{_PROSE}">{html_answer(text)}</div>',
+                "text/plain": text}
+    return {"text/html": _answer_html(text), "text/plain": text}
 
 
 # --- live views -------------------------------------------------------------------------------
@@ -48,11 +76,13 @@ def _show(bundle: dict) -> Any:
 
 class PromptSlot:
     """An empty output reserved now that becomes a column of widgets (approval prompts) when the
-    first one is shown: nothing is left behind when no prompt ever comes, and prompts land in
-    this cell even when a background task shows them later."""
+    first one is shown, and empty again when the last waiting one is decided: prompts land in
+    this cell even when a background task shows them later, and no widget is left behind.
+    Each decided prompt's line of record goes to ``on_record(call_id, line)``."""
 
-    def __init__(self, show: Callable[[dict], Any] = _show):
+    def __init__(self, show: Callable[[dict], Any] = _show, on_record: Callable[[str, str], None] | None = None):
         self.handle = show({"text/plain": "", "text/html": ""})
+        self.on_record = on_record
         self.box: Any = None
 
     def __call__(self, widget: Any) -> None:
@@ -62,12 +92,23 @@ class PromptSlot:
             self.box = ipywidgets.VBox([widget])
             self.box.add_class("bettong-approvals")
             bundle = self.box._repr_mimebundle_()
-            # Where widgets do not render (a saved notebook in a static viewer) say what this was;
-            # the decisions are in the tool-call blocks above.
-            bundle["text/plain"] = "(approval prompts: interactive widgets)"
+            bundle["text/plain"] = "(approval prompts waiting)"
             self.handle.update(bundle, raw=True)
         else:
             self.box.children = (*self.box.children, widget)
+
+    def settle(self, widget: Any, request: Any, line: str) -> None:
+        """``widget`` (None for a call allowed without asking) was decided: record ``line``, and
+        take the prompt away."""
+        if self.on_record is not None:
+            self.on_record(request.call_id, line)
+        if widget is None or self.box is None:
+            return
+        self.box.children = tuple(w for w in self.box.children if w is not widget)
+        if not self.box.children:
+            self.box.close()
+            self.box = None
+            self.handle.update({"text/plain": "", "text/html": ""}, raw=True)
 
 
 class LiveView:
@@ -82,6 +123,7 @@ class LiveView:
         self.interval = interval
         self.items: list[Any] = []  # in order: ToolCall records, and {"kind": "text"|"thinking"|"note", "text"}
         self.notes: dict[str, str] = {}  # call id -> a line under its arguments ("waiting for your decision")
+        self.decisions: dict[str, str] = {}  # call id -> how a person decided it ("allowed by you")
         self.current = ""  # the text of the step being streamed
         self.thinking = ""
         self.status: str | None = None  # a transient line: waiting for the model, writing a tool call
@@ -92,8 +134,8 @@ class LiveView:
         self._closed = False
         empty = {"text/plain": "", "text/html": ""}
         self.handles = {"activity": show(dict(empty))}
-        # Approval prompts go below the tool calls and above the answer.
-        self.prompts = PromptSlot(show) if prompts else None
+        # Approval prompts go below the tool calls and above the answer, their records into the calls.
+        self.prompts = PromptSlot(show, on_record=self.record) if prompts else None
         self.handles.update({name: show(dict(empty)) for name in ("answer", "footer")})
 
     # the listener
@@ -128,9 +170,9 @@ class LiveView:
             self.notes[event.call_id] = "waiting for your decision"
             self._touch("activity")
         elif isinstance(event, events.ApprovalDecided):
-            # A denial needs no note: the status says it, and the block shows the reason.
+            # The status says it; how a person decided comes in the call's record (record()).
             self._set_status(event.call_id, "running" if event.allowed else "denied")
-            self.notes[event.call_id] = "allowed" if event.allowed else ""
+            self.notes.pop(event.call_id, None)
             self._touch("activity")
         elif isinstance(event, events.ToolCallFinished):
             self._touch("activity")
@@ -138,8 +180,13 @@ class LiveView:
             self._note(f"↻ {event.provider}: retry {event.attempt} in {event.delay_s:.1f} s ({event.reason})")
         elif isinstance(event, events.CacheWarning):
             self._note(f"⚠ {event.message}")
-        elif isinstance(event, events.BudgetExceeded):
-            self._note(f"⛔ stopped: {event.reason}")
+
+    def record(self, call_id: str, line: str) -> None:
+        """How a person decided call ``call_id``: shown beside the call, kept when the cell is saved."""
+        self.decisions[call_id] = line
+        self._touch("activity")
+        if self._closed:  # a late record (a click that raced the end): straight to the cell
+            self.flush()
 
     def _set_status(self, call_id: str, status: str) -> None:
         for item in self.items:
@@ -168,7 +215,7 @@ class LiveView:
         parts = []
         for item in self.items:
             if isinstance(item, ToolCall):
-                parts.append(tool_block(item, note=self.notes.get(item.id)))
+                parts.append(tool_block(item, note=self.notes.get(item.id), decision=self.decisions.get(item.id)))
             elif item["kind"] == "text":
                 parts.append(_answer_html(item["text"]))
             elif item["kind"] == "thinking":
@@ -180,7 +227,7 @@ class LiveView:
             parts.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">thinking…</summary>'
                          f'<pre style="{_PRE}">{_esc(self.thinking)}</pre></details>')
         if self.status:
-            parts.append(f'<div style="{_MUTED}">⏳ {_esc(self.status)}</div>')
+            parts.append(f'<div class="bettong-status" style="{_MUTED}">{_esc(self.status)}</div>')
         return f'<div class="bettong-live" style="{_BOX}">{"".join(parts)}</div>' if parts else ""
 
     def activity_text(self) -> str:
@@ -229,30 +276,35 @@ class LiveView:
         self._sent[name] = key
         self.handles[name].update(bundle, raw=True)
 
-    def finish(self, result: Any) -> None:
-        """The final flush: the answer as Markdown, the usage line, no transient status."""
+    def _settle(self, unfinished: str) -> None:
         self.status = None
         for item in self.items:
             if isinstance(item, ToolCall) and item.status in ("running", "awaiting approval"):
-                item.status = "not finished"
+                item.status = unfinished
+                self.notes.pop(item.id, None)
         self._dirty.add("activity")
         self.flush()
-        if result.output:
-            self._update("answer", {"text/markdown": safe_markdown(result.output), "text/plain": result.output})
-        elif result.output is None:
+
+    def finish(self, result: Any, *, answer: dict | None = None) -> None:
+        """The final flush: the answer (Markdown, or the bundle ``answer`` when given), the usage
+        line, no transient status. No answer shows why, in a person's words."""
+        self._settle("not finished")
+        if result.output and not result.refused():
+            self._update("answer", answer or answer_bundle(result.output))
+        elif result.why():
             why = result.answer_text()
-            self._update("answer", {"text/html": f'<div style="{_MUTED};color:{_ERROR};opacity:1">{_esc(why)}</div>',
-                                    "text/plain": why})
+            self._update("answer", {"text/html": f'<div class="bettong-why" style="{_MUTED};color:{_ERROR};opacity:1">'
+                                                 f'{_esc(why)}</div>', "text/plain": why})
         line = result.usage_line(self.prices)
         self._update("footer", {"text/html": f'<div class="bettong-usage" style="{_MUTED}">{_esc(line)}</div>',
                                 "text/plain": line})
         self._closed = True
 
-    def fail(self, message: str) -> None:
-        """End the view with an error line instead of an answer."""
-        self.status = None
-        self._dirty.add("activity")
-        self.flush()
-        self._update("footer", {"text/html": f'<div class="bettong-error" style="{_MUTED};color:{_ERROR};opacity:1">'
-                                             f'{_esc(message)}</div>', "text/plain": message})
+    def fail(self, message: str | None = None, *, unfinished: str = "not finished") -> None:
+        """End the view without an answer: tool calls still going marked ``unfinished``, and
+        ``message`` as the last line when given (a cell that raises says it once, in its error)."""
+        self._settle(unfinished)
+        if message:
+            self._update("footer", {"text/html": f'<div class="bettong-error" style="{_MUTED};color:{_ERROR};'
+                                                 f'opacity:1">{_esc(message)}</div>', "text/plain": message})
         self._closed = True

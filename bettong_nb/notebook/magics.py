@@ -8,7 +8,11 @@
     %%agent chat --approve -o r  # chat: a Session in your namespace, or an Agent
     Summarise {report_path} and compare with {df}
 
+    %%agent -f code              # the answer's code lands in a new cell below, not run
+    Write a function that reads {path} into a DataFrame
+
     %agent usage                 # line commands: sessions, usage, tools, transcript, reset, save, load
+    %agent explain               # the last error explained; %agent fix: the fix in a new cell
 
 TARGET. A Session continues. An Agent gets a session kept by the magic under that name (so
 ``%%agent bot`` cells form one conversation; ``--new`` or ``%agent reset bot`` starts over;
@@ -22,14 +26,28 @@ Configuration is traitlets, one convention for everything::
 or ``c.AgentMagics.model = ...`` in ipython_config.py. Changing the default session's provider,
 model, max_steps or prices keeps its conversation and swaps its agent.
 
-Interpolation. ``{name}``, ``{name.attr}`` and ``{name[key]}`` that resolve in the user
-namespace are replaced by the value (a lookup, never code: no eval, no format specs; private
-attributes and callables are not looked up). ``{{text}}`` gives ``{text}``. Anything else is sent
-exactly as written, so pasted code keeps its braces. A DataFrame becomes a bounded preview.
+Interpolation (:mod:`bettong_nb.notebook.interpolation`). ``{name}``, ``{name.attr}`` and
+``{name[key]}`` that resolve in the user namespace are replaced by the value (a lookup, never
+code). ``{{text}}`` gives ``{text}``. Anything else is sent exactly as written, so pasted code
+keeps its braces; a field that looks like a variable but is not defined gets one muted line in
+the cell. A DataFrame becomes a bounded preview. ``{Err}`` is the last error a cell raised
+(its code and traceback, :mod:`bettong_nb.notebook.errorlog`), ``{Err[n]}`` cell n's.
 ``--no-interpolate`` sends the cell verbatim.
 
+Formats (``-f``): ``markdown`` (default); ``code`` also puts the answer's code blocks (in the
+kernel's language, or unlabelled), joined by a blank line, into ONE new cell below, never run;
+``text`` shows the answer as plain text; ``html`` asks the model for an HTML answer and shows
+it sanitised. ``--data df1,df2`` lets the agent query those DataFrames with SQL for this cell
+(a duckdb capability beside the target's own).
+
 Names set in the user namespace: ``_agent_result`` (the last RunResult, also ``-o VAR``) and
-``_agent_session`` (the session the last cell used).
+``_agent_session`` (the session the last cell used). A cell that fails or is interrupted
+removes ``_agent_result`` (so it never holds an older cell's answer) and leaves ``VAR`` as it was.
+
+Errors show once: a mistake that is yours to fix (a missing key, an unknown option, a bad
+base_url, a cassette that does not match) as one line, a bug with its traceback. The stop
+button ends a running cell within a second, whatever it waits on, with one line
+("interrupted — the session is unchanged"); the session is as it was before the cell.
 
 How the cell waits. On ipykernel >= 7.4 a ``%%agent`` cell becomes an awaiting cell (an input
 transformer rewrites it to ``await __bettong_agent_cell__(line, cell)``), so it stays busy until
@@ -41,8 +59,10 @@ terminal the cell blocks until the answer is complete.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import html
+import importlib.util
 import os
 import re
 from typing import Any, Callable, Mapping
@@ -52,104 +72,33 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
-__all__ = ["AgentMagics", "interpolate", "load_ipython_extension", "unload_ipython_extension",
-           "CELL_FUNCTION", "RESULT_NAME", "SESSION_NAME"]
+from .._sync import Interrupted
+from .display import answer_bundle
+from .errorlog import ErrorLog
+from .interpolation import interpolate
+from .interrupts import StopOnInterrupt
+
+__all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension", "CELL_FUNCTION", "RESULT_NAME",
+           "SESSION_NAME", "FORMATS"]
 
 CELL_FUNCTION = "__bettong_agent_cell__"
 RESULT_NAME = "_agent_result"
 SESSION_NAME = "_agent_session"
 DEFAULT = "(default)"  # not an identifier, so no TARGET name can collide with it
-
-# --- interpolation -----------------------------------------------------------------------------
-
-_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-
-
-@functools.cache
-def _patterns() -> tuple[re.Pattern, re.Pattern]:
-    # Compiled on first use: %load_ext stays cheap.
-    field = re.compile(r"\{\{(?P<escaped>[^{}]*)\}\}|\{(?P<field>" + _IDENT + r"(?:\." + _IDENT
-                       + r"|\[[^\[\]{}]*\])*)\}")
-    part = re.compile(r"\.(" + _IDENT + r")|\[([^\[\]{}]*)\]")
-    return field, part
+FORMATS = ("markdown", "code", "text", "html")
+HTML_REQUEST = ("\n\n(Answer as an HTML fragment: plain tags such as p, ul, table, code and pre; no Markdown, "
+                "no scripts, no styles.)")
+EXPLAIN = "A notebook cell raised the error below. Explain what went wrong and propose a fix."
+FIX = ("A notebook cell raised the error below. Say in a sentence or two what went wrong, then give the "
+       "corrected code of the whole cell as one ```{language} code block.")
 
 
-PREVIEW_ROWS = 10
-PREVIEW_CHARS = 4_000
-VALUE_CHARS = 20_000
+def _muted(text: str) -> None:
+    """One muted line in the cell (a note, never an error)."""
+    from IPython.display import display
 
-
-class _Unresolved(Exception):
-    pass
-
-
-def _key(text: str) -> Any:
-    text = text.strip()
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
-
-
-def _lookup(path: str, namespace: Mapping[str, Any]) -> Any:
-    name = re.match(_IDENT, path).group(0)
-    _, part = _patterns()
-    if name not in namespace:
-        raise _Unresolved(name)
-    value = namespace[name]
-    for attr, key in part.findall(path[len(name):]):
-        if attr:
-            if attr.startswith("_"):
-                raise _Unresolved(attr)
-            value = getattr(value, attr)
-        else:
-            value = value[_key(key)]
-    if callable(value):
-        raise _Unresolved(path)  # a function, class or method: most likely code, not data
-    return value
-
-
-def _is_frame(value: Any) -> bool:
-    return type(value).__module__.startswith("pandas") and type(value).__name__ in ("DataFrame", "Series")
-
-
-def _cap(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters)"
-
-
-def render_value(value: Any) -> str:
-    """How a value reads in a prompt: strings as they are, a DataFrame as shape plus head."""
-    if isinstance(value, str):
-        return value
-    if _is_frame(value):
-        shape = " × ".join(str(n) for n in value.shape)
-        kind = type(value).__name__
-        head = value.head(PREVIEW_ROWS)
-        head = head.to_string(max_cols=20, max_colwidth=60) if value.ndim == 2 else head.to_string()
-        more = value.shape[0] - PREVIEW_ROWS
-        tail = f"\n… ({more} more rows)" if more > 0 else ""
-        return _cap(f"{kind} ({shape}):\n{head}{tail}", PREVIEW_CHARS)
-    return _cap(str(value), VALUE_CHARS)
-
-
-def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
-    """Replace ``{name}``, ``{name.attr}``, ``{name[key]}`` found in ``namespace``; ``{{x}}`` → ``{x}``;
-    leave everything else exactly as written.
-
-    >>> interpolate("{n} items, {missing}, {{n}}, f(){ return 1; }", {"n": 3})
-    '3 items, {missing}, {n}, f(){ return 1; }'
-    """
-
-    def replace(match: re.Match) -> str:
-        if match.group("escaped") is not None:
-            return "{" + match.group("escaped") + "}"
-        try:
-            return render_value(_lookup(match.group("field"), namespace))
-        except Exception:  # anything that does not resolve stays as the user wrote it
-            return match.group(0)
-
-    return _patterns()[0].sub(replace, text)
+    display({"text/plain": text, "text/html": f"<div class='bettong-note' style='opacity:.7;font-size:12px'>"
+                                              f"{html.escape(text)}</div>"}, raw=True)
 
 
 # --- the magic ---------------------------------------------------------------------------------
@@ -167,11 +116,18 @@ class _Plan:
     """One %%agent cell, parsed and resolved, ready to run."""
 
     def __init__(self, name: str, session: Any, prompt: str, overrides: dict, out: str | None, quiet: bool,
-                 notes: list[str], approve: bool):
+                 notes: list[str], approve: bool, fmt: str = "markdown"):
         self.name, self.session, self.prompt, self.overrides = name, session, prompt, overrides
-        self.out, self.quiet, self.notes, self.approve = out, quiet, notes, approve
+        self.out, self.quiet, self.notes, self.approve, self.fmt = out, quiet, notes, approve, fmt
         self.view: Any = None
         self.approver: Any = None  # who is asked in this cell (--approve, and tools that need a person)
+        self.extra: Any = None  # a capability made for this cell only (--data), closed after it
+        self.background = False  # the cell returned before the turn (task mode)
+
+    def close(self) -> None:
+        closer = getattr(self.extra, "close", None)
+        if callable(closer):
+            closer()
 
 
 @functools.cache
@@ -211,6 +167,7 @@ class AgentMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.sessions: dict[str, _Entry] = {}
         self.tasks: set[asyncio.Task] = set()
+        self.errors = ErrorLog(shell)  # {Err}: filled by the post_run_cell hook %load_ext installs
 
     # --- configuration and targets ----------------------------------------------------------
 
@@ -297,6 +254,11 @@ class AgentMagics(Magics):
               help="show nothing (approval prompts excepted); the result is in _agent_result / -o VAR")
     @argument("--approve", action="store_true", help="ask with buttons before every tool call")
     @argument("-o", "--out", metavar="VAR", help="also store the RunResult in VAR")
+    @argument("-f", "--format", choices=FORMATS, default="markdown",
+              help="markdown (default); code: also put the answer's code into a new cell below, not run; "
+                   "text: the answer as plain text; html: ask for an HTML answer, shown sanitised")
+    @argument("--data", metavar="DF1,DF2",
+              help="DataFrames in your namespace the agent may query with SQL in this cell (a duckdb capability)")
     @argument("--no-interpolate", action="store_true", help="send the cell exactly as written")
     @cell_magic("agent")
     def agent_cell(self, line: str, cell: str) -> None:
@@ -304,59 +266,127 @@ class AgentMagics(Magics):
 
         {name}, {name.attr} and {name[key]} are looked up in your namespace and replaced
         (a lookup, never code); {{text}} gives {text}; all other braces stay as written.
+        {Err} is the last error a cell raised (its code and traceback), {Err[n]} cell n's.
         The result is _agent_result (and VAR with -o); the session used is _agent_session.
         The default session is configured with %config AgentMagics (DeepSeek when
         DEEPSEEK_API_KEY is set, else the offline demo model). Line commands:
-        %agent sessions | usage [TARGET] | tools [TARGET] | transcript [TARGET] | reset [TARGET]
+        %agent sessions | usage | tools | transcript | reset | explain | fix [TARGET]
         | save PATH [TARGET] | load PATH [TARGET].
         """
         plan = self._plan(line, cell)
+        return None if plan is None else self._launch(plan)
+
+    agent_cell.parser.allow_abbrev = False  # --max-step is a typo to point out, not a guess to make
+
+    async def agent_cell_async(self, line: str, cell: str | None) -> None:
+        """What an awaiting ``%%agent`` cell runs (ipykernel >= 7.4): the turn, then return.
+        ``cell`` None: a ``%agent explain|fix`` line."""
+        plan = self._plan(line, cell) if cell is not None else self._command_plan(line)
         if plan is None:
             return None
-        mode = self.mode()
-        if mode == "block":
+        self._start_views(plan)
+        task = asyncio.ensure_future(self._execute(plan, background=False))
+        with StopOnInterrupt(task) as stop:
+            try:
+                await task
+            except asyncio.CancelledError:
+                if stop.interrupted:
+                    raise Interrupted() from None
+                raise
+        return None
+
+    def _launch(self, plan: _Plan) -> None:
+        """Run a plan from a sync magic: blocking in a terminal, else as a task on the kernel's loop
+        (the cell returns at once; ``await _agent_session.wait()`` joins)."""
+        if self.mode() == "block":
             return self._run_blocking(plan)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            return self._run_blocking(plan)  # await/task need the kernel's loop; without one, block
+            return self._run_blocking(plan)  # a task needs the kernel's loop; without one, block
+        plan.background = True
         self._start_views(plan)
         task = loop.create_task(self._execute(plan, background=True))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return None
 
-    async def agent_cell_async(self, line: str, cell: str) -> None:
-        """What an awaiting ``%%agent`` cell runs (ipykernel >= 7.4): the turn, then return."""
-        plan = self._plan(line, cell)
-        if plan is None:
-            return None
-        self._start_views(plan)
-        task = asyncio.ensure_future(self._execute(plan, background=False))
-        await task
-
     def _plan(self, line: str, cell: str) -> _Plan | None:
         words = line.split()
         if "-h" in words or "--help" in words:
             print(self.agent_cell.__doc__)
             return None
-        args = parse_argstring(self.agent_cell, line)
+        try:
+            args = parse_argstring(self.agent_cell, line)
+        except UsageError as exc:
+            raise UsageError(f"{exc} (see %%agent --help)") from None
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"-o/--out needs a variable name; got {args.out!r}")
         if args.max_steps is not None and args.max_steps < 1:
             raise UsageError(f"--max-steps must be at least 1; got {args.max_steps}")
         cell = cell.strip("\n")
-        prompt = cell if args.no_interpolate else interpolate(cell, self.shell.user_ns)
+        notes: list[str] = []
+        prompt = cell if args.no_interpolate else interpolate(cell, self._namespace(), notes=notes)
         if not prompt.strip():
             raise UsageError("The %%agent cell is empty: write the prompt below the %%agent line.")
-        name, session, notes = self._target(args.target, new=args.new)
+        name, session, target_notes = self._target(args.target, new=args.new)
         overrides: dict[str, Any] = {"stream": self.stream and not args.no_stream}
         if args.max_steps is not None:
             overrides["max_steps"] = args.max_steps
         if args.model:
             overrides["model"] = args.model
+        if args.format == "html":
+            if importlib.util.find_spec("bettong_nb.sanitize") is None:
+                raise UsageError("-f html needs bettong_nb.sanitize (the HTML sanitiser), which this installation "
+                                 "lacks; use -f markdown")
+            prompt += HTML_REQUEST
+        plan = _Plan(name, session, prompt, overrides, args.out, args.quiet, notes=target_notes + notes,
+                     approve=args.approve, fmt=args.format)
+        if args.data:
+            plan.extra = self._data_capability(args.data, session)
+            overrides["capabilities"] = [*session.options.capabilities, plan.extra]
         self.shell.user_ns[SESSION_NAME] = session
-        return _Plan(name, session, prompt, overrides, args.out, args.quiet, notes=notes, approve=args.approve)
+        return plan
+
+    def _namespace(self) -> Mapping[str, Any]:
+        """What {name} fields see: the user's names, and Err (unless the user has their own)."""
+        return collections.ChainMap(self.shell.user_ns, {"Err": self.errors})
+
+    def _data_capability(self, names: str, session: Any) -> Any:
+        """--data df1,df2: a duckdb capability over those DataFrames, for this cell only."""
+        frames = {}
+        for name in filter(None, (n.strip() for n in names.split(","))):
+            if not name.isidentifier() or name not in self.shell.user_ns:
+                raise UsageError(f"--data: no variable named {name!r} in your namespace")
+            frames[name] = self.shell.user_ns[name]
+        if any(getattr(c, "id", None) == "duckdb" for c in session.options.capabilities):
+            raise UsageError("--data adds a duckdb capability, and this target already has one: "
+                             "pass the frames to its tables= instead")
+        from ..capabilities import duckdb
+
+        try:
+            return duckdb(tables=frames)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"--data: {exc}") from None
+
+    def _command_plan(self, line: str) -> _Plan:
+        """``%agent explain|fix [TARGET]``: the last error, with its cell's code, as a prompt."""
+        command, *rest = line.split()
+        if len(rest) > 1:
+            raise UsageError(f"%agent {command} takes one TARGET; got {' '.join(rest)!r}")
+        try:
+            error = str(self.errors)
+        except LookupError as exc:
+            raise UsageError(f"Nothing to {command}: {exc}.") from None
+        name, session, notes = self._target(rest[0] if rest else None)
+        ask = EXPLAIN if command == "explain" else FIX.format(language=self._language())
+        self.shell.user_ns[SESSION_NAME] = session
+        return _Plan(name, session, f"{ask}\n\n{error}", {"stream": self.stream}, None, False, notes=notes,
+                     approve=False, fmt="code" if command == "fix" else "markdown")
+
+    def _language(self) -> str:
+        kernel = getattr(self.shell, "kernel", None)
+        return (getattr(kernel, "language_info", None) or {}).get("name", "python")
 
     def approver(self, show: Callable[[Any], None] | None = None) -> Any:
         """The person who approves, as configured (%config AgentMagics): buttons in a kernel,
@@ -391,13 +421,10 @@ class AgentMagics(Magics):
         """Create the cell's displays now, while this cell is the one executing: a background
         task's later display() calls would land in whichever cell runs then. Approval prompts
         go into a container shown between the tool calls and the answer."""
-        from IPython.display import display
-
         from .display import LiveView, PromptSlot
 
         for note in plan.notes:
-            shown = f"<div style='opacity:.7;font-size:12px'>{html.escape(note)}</div>"
-            display({"text/plain": note, "text/html": shown}, raw=True)
+            _muted(note)
         if not plan.quiet:
             plan.view = LiveView(prices=plan.session.prices, interval=self.update_interval, prompts=True)
             surface = plan.view.prompts
@@ -410,27 +437,45 @@ class AgentMagics(Magics):
         plan.overrides["on_event"] = self._listener(plan)
 
     async def _execute(self, plan: _Plan, *, background: bool) -> Any:
+        """The turn. A failure leaves no ``_agent_result`` and ends the view quietly: the cell's
+        error says what happened, once (a background turn has no cell error, so its view says it)."""
         from ..approvals import person
 
         try:
             with person(plan.approver):
                 result = await plan.session.arun(plan.prompt, **plan.overrides)
-        except asyncio.CancelledError:
+        except BaseException as exc:
+            self.shell.user_ns.pop(RESULT_NAME, None)
+            stopped = isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt))
+            told = None if stopped or not background else f"%%agent {plan.name}: {type(exc).__name__}: {exc}"
             if plan.view is not None:
-                plan.view.fail("⏹ interrupted: the turn was cancelled; the session is as it was before this cell")
-            raise
-        except Exception as exc:
-            message = f"{type(exc).__name__}: {exc}"
-            if plan.view is not None:
-                plan.view.fail(f"✘ {message}")
-            if background:
-                print(f"%%agent {plan.name}: {message}")
+                plan.view.fail(told, unfinished="interrupted" if stopped else "not finished")
+            elif told:
+                print(told)
+            if background and not stopped and isinstance(exc, Exception):
                 return None
-            raise UsageError(message) from exc
+            raise
+        finally:
+            plan.close()
         self._publish(plan, result)
         if plan.view is not None:
-            plan.view.finish(result)
+            plan.view.finish(result, answer=answer_bundle(result.output, plan.fmt) if result.output else None)
+        if plan.fmt == "code":
+            self._code_cell(plan, result)
         return result
+
+    def _code_cell(self, plan: _Plan, result: Any) -> None:
+        """-f code: the answer's code blocks, joined, into ONE new cell below (never run: a kernel
+        keeps only the last set_next_input of a cell)."""
+        blocks = result.code_blocks(self._language())
+        if not blocks:
+            _muted(f"The answer has no {self._language()} code block; no cell was added.")
+        elif plan.background:  # the cell has ended: the new cell would appear below a later one
+            _muted("The code is not put in a new cell because this cell did not wait for the answer; "
+                   "it is in _agent_result.code_blocks().")
+        else:
+            self.shell.set_next_input("\n\n".join(blocks), replace=False)
+            _muted("The code is in a new cell below (not run).")
 
     def _run_blocking(self, plan: _Plan) -> None:
         from .._sync import run_sync
@@ -445,15 +490,16 @@ class AgentMagics(Magics):
             plan.overrides["approve_fn"] = self.approver()
         try:
             result = run_sync(plan.session.arun(plan.prompt, **plan.overrides))
-        except KeyboardInterrupt:
-            if view is not None:
-                view.fail("⏹ interrupted: the session is as it was before this cell")
-            raise
-        except Exception as exc:
-            raise UsageError(f"{type(exc).__name__}: {exc}") from exc
+        except BaseException:
+            self.shell.user_ns.pop(RESULT_NAME, None)
+            raise  # user errors and interrupts show as one line, bugs with their traceback
+        finally:
+            plan.close()
         self._publish(plan, result)
         if view is not None:
             view.finish(result)
+        if plan.fmt == "code":
+            self._code_cell(plan, result)
 
     def _publish(self, plan: _Plan, result: Any) -> None:
         self.shell.user_ns[RESULT_NAME] = result
@@ -471,6 +517,8 @@ class AgentMagics(Magics):
           %agent tools [TARGET]       one row per tool call (a DataFrame)
           %agent transcript [TARGET]  the conversation, tool calls expandable
           %agent reset [TARGET]       forget the conversation (keeps the agent)
+          %agent explain [TARGET]     explain the last error (its cell's code and traceback)
+          %agent fix [TARGET]         the same, and the fixed code in a new cell below, not run
           %agent save PATH [TARGET]   write the conversation to PATH (JSON; secrets redacted)
           %agent load PATH [TARGET]   resume a saved conversation: the next %%agent TARGET cell continues it
 
@@ -483,7 +531,8 @@ class AgentMagics(Magics):
             return None
         command, rest = words[0], words[1:]
         commands = {"sessions": self._sessions, "usage": self._usage, "tools": self._tools,
-                    "transcript": self._transcript, "reset": self._reset, "save": self._save, "load": self._load}
+                    "transcript": self._transcript, "reset": self._reset, "save": self._save, "load": self._load,
+                    "explain": None, "fix": None}
         if command not in commands:
             raise UsageError(f"Unknown %agent command {command!r}. Commands: {', '.join(commands)}. "
                              "A prompt goes in a %%agent cell (two %).")
@@ -494,6 +543,8 @@ class AgentMagics(Magics):
         if len(rest) > (0 if command == "sessions" else 1):
             raise UsageError(f"%agent {command} takes {'no argument' if command == 'sessions' else 'one TARGET'}; "
                              f"got {' '.join(rest)!r}")
+        if commands[command] is None:  # explain, fix: a turn (an awaiting cell when the line is alone in it)
+            return self._launch(self._command_plan(line))
         return commands[command](rest[0] if rest else None)
 
     def _existing(self, name: str | None) -> Any:
@@ -564,16 +615,23 @@ class AgentMagics(Magics):
 
 # --- loading -------------------------------------------------------------------------------------
 
+_TURN_COMMAND = re.compile(r"%agent[ \t]+(explain|fix)\b[^\n]*")
+
+
 def _awaiting(magics: AgentMagics) -> Callable[[list[str]], list[str]]:
-    """An input transformer turning a %%agent cell into an awaiting one (when the mode is await)."""
+    """An input transformer turning a %%agent cell, or a cell that is one %agent explain|fix
+    line, into an awaiting one (when the mode is await)."""
 
     def transform(lines: list[str]) -> list[str]:
         first = lines[0] if lines else ""
         is_agent = first.startswith("%%agent") and first[7:8] in ("", " ", "\t", "\n")
-        if not is_agent or first.rstrip().endswith("?") or magics.mode() != "await":
+        command = _TURN_COMMAND.fullmatch("".join(lines).strip())
+        if not (is_agent or command) or first.rstrip().endswith("?") or magics.mode() != "await":
             return lines  # %%agent? is help, left to IPython
         if CELL_FUNCTION not in magics.shell.user_ns:  # %reset cleared it
             magics.shell.push({CELL_FUNCTION: magics.agent_cell_async}, interactive=False)
+        if command:
+            return [f"await {CELL_FUNCTION}({command.group(0)[len('%agent'):].strip()!r}, None)\n"]
         line = first[len("%%agent"):].strip()
         return [f"await {CELL_FUNCTION}({line!r}, {''.join(lines[1:])!r})\n"]
 
@@ -586,17 +644,20 @@ def load_ipython_extension(ipython: Any) -> None:
     from ..results import RunResult
     from ..session import Session
     from ..terminal import result_text
-    from .display import result_html, session_html
+    from .display import batch_html, batch_text, result_html, session_html
     from .progress import WidgetProgress
 
     magics = AgentMagics(shell=ipython)
     ipython.register_magics(magics)
     ipython.input_transformers_cleanup.append(_awaiting(magics))
     ipython.push({CELL_FUNCTION: magics.agent_cell_async}, interactive=False)
+    ipython.events.register("post_run_cell", magics.errors.record)
     formatters = ipython.display_formatter.formatters
     formatters["text/plain"].for_type(RunResult, lambda result, printer, cycle: printer.text(result_text(result)))
     formatters["text/html"].for_type(RunResult, result_html)
     formatters["text/html"].for_type(Session, session_html)
+    formatters["text/plain"].for_type(batch.Batch, lambda results, printer, cycle: printer.text(batch_text(results)))
+    formatters["text/html"].for_type(batch.Batch, batch_html)
     approvals.install_person(magics.ask_person)
     batch.install_progress(WidgetProgress)
 
@@ -610,12 +671,14 @@ def unload_ipython_extension(ipython: Any) -> None:
                                              if not getattr(t, "bettong", False)]
     for kind in ("line", "cell"):
         ipython.magics_manager.magics[kind].pop("agent", None)
+    for magics in [c for c in ipython.configurables if isinstance(c, AgentMagics)]:
+        ipython.events.unregister("post_run_cell", magics.errors.record)
     ipython.configurables[:] = [c for c in ipython.configurables if not isinstance(c, AgentMagics)]
     ipython.user_ns.pop(CELL_FUNCTION, None)
     ipython.user_ns_hidden.pop(CELL_FUNCTION, None)
     formatters = ipython.display_formatter.formatters
-    formatters["text/plain"].pop(RunResult, None)
-    formatters["text/html"].pop(RunResult, None)
-    formatters["text/html"].pop(Session, None)
+    for mime, kind in (("text/plain", RunResult), ("text/html", RunResult), ("text/html", Session),
+                       ("text/plain", batch.Batch), ("text/html", batch.Batch)):
+        formatters[mime].pop(kind, None)
     approvals.install_person(None)
     batch.install_progress(None)

@@ -1,10 +1,14 @@
 """A batch's progress as a widget bar in the running cell (installed by ``%load_ext``).
 
     results = agent.map(prompts)     # a bar with done/failed counts and the running cost
+
+When the batch ends (or is stopped) the bar is replaced by its last line, plain HTML that a
+saved notebook and ``jupyter nbconvert`` keep: ``10/10 done · 0 failed · 3 cancelled · ...``.
 """
 
 from __future__ import annotations
 
+import html
 import threading
 from typing import Any, Mapping
 
@@ -27,10 +31,22 @@ class WidgetProgress(Progress):
 
             self._bar = ipywidgets.IntProgress(min=0, max=max(total, 1), description="agent")
             self._label = ipywidgets.Label()
-            display(ipywidgets.HBox([self._bar, self._label]))
+            self._box = ipywidgets.HBox([self._bar, self._label])
+            self._handle = display(self._box, display_id=True)
 
     def show(self, final: bool) -> None:
         if self._bar is None:
             return super().show(final)
-        self._bar.value = self.done + self.failed
-        self._label.value = self.text()
+        if self._box is None:
+            return None  # already ended
+        if not final:
+            self._bar.value = self.finished
+            self._label.value = self.text()
+            return None
+        line = self.text()
+        self._handle.update({"text/plain": line, "text/html": f'<div class="bettong-progress" style="font-size:13px">'
+                                                               f'{html.escape(line)}</div>'}, raw=True)
+        for widget in (self._bar, self._label, self._box):
+            widget.close()
+        self._box = None
+        return None

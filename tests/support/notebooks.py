@@ -12,7 +12,7 @@ from typing import Iterable
 import nbclient
 import nbformat
 
-__all__ = ["run_notebook", "data", "stdout", "WIDGET"]
+__all__ = ["run_notebook", "data", "answers", "stdout", "WIDGET"]
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -39,3 +39,10 @@ def data(cell, mime: str) -> list[str]:
 
 def stdout(cell) -> str:
     return "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
+
+
+def answers(cell) -> list[str]:
+    """The answers the cell showed, as the model wrote them (the Markdown an answer renders
+    from is its text/plain; its HTML is the sanitised rendering)."""
+    return [o.data["text/plain"] for o in cell.outputs if o.output_type in ("display_data", "execute_result")
+            and 'class="bettong-markdown"' in o.data.get("text/html", "")]

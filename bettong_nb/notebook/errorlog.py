@@ -1,0 +1,88 @@
+"""The errors cells raised, for prompts: ``{Err}`` (the last one) and ``{Err[n]}`` (cell n's).
+
+    %%agent
+    Why does this fail? {Err}
+
+    %agent explain           # the last error, explained; %agent fix puts the fix in a new cell
+
+``%load_ext bettong_nb`` records each error with a ``post_run_cell`` hook, keyed by execution
+count: the code of the cell, then the traceback as the person saw it, without colours. Like a
+tool result it is redacted before it is kept (a traceback can carry a key) and bounded: the
+first :data:`CODE_CHARS` characters of the code, the last :data:`TRACEBACK_CHARS` of the
+traceback (its end says what went wrong), the last :data:`KEEP` errors.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from typing import Any
+
+from .. import secrets
+
+__all__ = ["ErrorLog", "CODE_CHARS", "TRACEBACK_CHARS", "KEEP"]
+
+CODE_CHARS = 4_000
+TRACEBACK_CHARS = 8_000
+KEEP = 100
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def _head(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters)"
+
+
+def _tail(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"… ({len(text) - limit} characters before)\n" + text[-limit:]
+
+
+class ErrorLog:
+    """What ``{Err}`` resolves to (see the module doc). ``log[n]`` is cell n's error as text;
+    ``str(log)`` the last one (a LookupError when no cell has raised)."""
+
+    def __init__(self, shell: Any):
+        self.shell = shell
+        self.errors: dict[int, str] = {}
+        self.last: int | None = None
+
+    def record(self, result: Any) -> None:
+        """The ``post_run_cell`` hook."""
+        error = result.error_before_exec or result.error_in_exec
+        if error is None or isinstance(error, KeyboardInterrupt):  # a stop is not an error to explain
+            return
+        count = result.execution_count or 0
+        code = result.info.raw_cell if result.info is not None else ""
+        text = f"In [{count}]:\n{_head(code.strip(), CODE_CHARS)}\n\n{_tail(self._traceback(error), TRACEBACK_CHARS)}"
+        self.errors[count] = secrets.redact(text)[0]
+        self.last = count
+        while len(self.errors) > KEEP:
+            del self.errors[next(iter(self.errors))]
+
+    def _traceback(self, error: BaseException) -> str:
+        render = getattr(error, "_render_traceback_", None)
+        if callable(render):
+            lines = render()
+        elif isinstance(error, SyntaxError):
+            lines = traceback.format_exception_only(type(error), error)
+        elif type(error).__name__ == "UsageError":  # IPython shows these as one line
+            lines = [f"UsageError: {error}"]
+        else:
+            try:  # what the person saw, in their %xmode
+                lines = self.shell.InteractiveTB.structured_traceback(type(error), error, error.__traceback__)
+            except Exception:
+                lines = traceback.format_exception(type(error), error, error.__traceback__)
+        return _ANSI.sub("", "\n".join(line.rstrip("\n") for line in lines)).strip()
+
+    def __getitem__(self, count: int) -> str:
+        if count not in self.errors:
+            raise KeyError(f"cell {count} raised no error that was recorded")
+        return self.errors[count]
+
+    def __str__(self) -> str:
+        if self.last is None or self.last not in self.errors:
+            raise LookupError("no cell has raised an error since %load_ext bettong_nb")
+        return self.errors[self.last]
+
+    def __repr__(self) -> str:
+        return f"ErrorLog(cells={sorted(self.errors)})"

@@ -1,0 +1,147 @@
+"""How a ``%%agent`` cell's ``{name}`` fields become prompt text.
+
+    interpolate("Compare {df} with {report_path}", user_ns)
+    notes = []; interpolate("Look at {sales_df}", user_ns, notes=notes)
+    notes  # ['{sales_df} is not defined; sent as written']
+
+``{name}``, ``{name.attr}`` and ``{name[key]}`` that resolve in the namespace are replaced by
+the value (a lookup, never code: no eval, no format specs; private attributes and callables
+are not looked up). ``{{text}}`` gives ``{text}``. Anything else is sent exactly as written, so
+pasted code keeps its braces; a field that looks like a variable but does not resolve is
+named in ``notes`` so the cell can say so.
+
+Values: a string as it is; a DataFrame as its shape and first :data:`PREVIEW_ROWS` rows, and,
+when it has more than :data:`FEW_COLUMNS` columns, each column's dtype and null count (at most
+:data:`COLUMN_LINES` columns listed), all within :data:`PREVIEW_CHARS`; anything else as its
+``str()``, within :data:`VALUE_CHARS`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Mapping
+
+__all__ = ["interpolate", "render_value", "PREVIEW_ROWS", "PREVIEW_CHARS", "VALUE_CHARS", "FEW_COLUMNS",
+           "COLUMN_LINES"]
+
+PREVIEW_ROWS = 10
+PREVIEW_CHARS = 4_000
+VALUE_CHARS = 20_000
+FEW_COLUMNS = 5  # a wider DataFrame also shows its dtypes and null counts
+COLUMN_LINES = 60
+
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern, re.Pattern]:
+    # Compiled on first use: %load_ext stays cheap.
+    field = re.compile(r"\{\{(?P<escaped>[^{}]*)\}\}|\{(?P<field>" + _IDENT + r"(?:\." + _IDENT
+                       + r"|\[[^\[\]{}]*\])*)\}")
+    part = re.compile(r"\.(" + _IDENT + r")|\[([^\[\]{}]*)\]")
+    return field, part
+
+
+class _Skipped(Exception):
+    """A field that is deliberately not looked up (a callable, a private attribute)."""
+
+
+class _Undefined(Exception):
+    """A field whose name is not in the namespace."""
+
+
+def _key(text: str) -> Any:
+    text = text.strip()
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _lookup(path: str, namespace: Mapping[str, Any]) -> Any:
+    name = re.match(_IDENT, path).group(0)
+    _, part = _patterns()
+    if name not in namespace:
+        raise _Undefined(name)
+    value = namespace[name]
+    for attr, key in part.findall(path[len(name):]):
+        if attr:
+            if attr.startswith("_"):
+                raise _Skipped(attr)
+            value = getattr(value, attr)
+        else:
+            value = value[_key(key)]
+    if callable(value):
+        raise _Skipped(path)  # a function, class or method: most likely code, not data
+    return value
+
+
+def _is_frame(value: Any) -> bool:
+    return type(value).__module__.startswith("pandas") and type(value).__name__ in ("DataFrame", "Series")
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters)"
+
+
+def _columns(frame: Any) -> str:
+    """One line per column: name, dtype, nulls (the first COLUMN_LINES columns)."""
+    nulls = frame.isna().sum()
+    shown = list(frame.columns[:COLUMN_LINES])
+    width = min(max(len(str(c)) for c in shown), 40)
+    kinds = [str(frame[c].dtype) for c in shown]
+    kind_width = max(map(len, kinds))
+    lines = [f"{str(c)[:40]:<{width}}  {kind:<{kind_width}}  {int(nulls[c])} null" for c, kind in zip(shown, kinds)]
+    if len(frame.columns) > COLUMN_LINES:
+        lines.append(f"… ({len(frame.columns) - COLUMN_LINES} more columns)")
+    return "Columns (dtype, nulls):\n" + "\n".join(lines)
+
+
+def render_value(value: Any) -> str:
+    """How a value reads in a prompt (see the module doc)."""
+    if isinstance(value, str):
+        return value
+    if _is_frame(value):
+        shape = " × ".join(str(n) for n in value.shape)
+        kind = type(value).__name__
+        columns = _columns(value) if value.ndim == 2 and value.shape[1] > FEW_COLUMNS else ""
+        head = value.head(PREVIEW_ROWS)
+        head = head.to_string(max_cols=20, max_colwidth=60) if value.ndim == 2 else head.to_string()
+        more = value.shape[0] - PREVIEW_ROWS
+        tail = f"\n… ({more} more rows)" if more > 0 else ""
+        # The column list is kept whole (it is bounded); the rows take the room left.
+        rows = _cap(f"{head}{tail}", max(PREVIEW_CHARS - len(columns) - 40, 500))
+        return f"{kind} ({shape}):\n{rows}" + (f"\n{columns}" if columns else "")
+    return _cap(str(value), VALUE_CHARS)
+
+
+def interpolate(text: str, namespace: Mapping[str, Any], *, notes: list[str] | None = None) -> str:
+    """Replace ``{name}``, ``{name.attr}``, ``{name[key]}`` found in ``namespace``; ``{{x}}`` → ``{x}``;
+    leave everything else exactly as written. ``notes`` gets a line for each field that looks
+    like a variable but did not resolve.
+
+    >>> interpolate("{n} items, {missing}, {{n}}, f(){ return 1; }", {"n": 3})
+    '3 items, {missing}, {n}, f(){ return 1; }'
+    """
+
+    def replace(match: re.Match) -> str:
+        if match.group("escaped") is not None:
+            return "{" + match.group("escaped") + "}"
+        try:
+            return render_value(_lookup(match.group("field"), namespace))
+        except _Skipped:
+            return match.group(0)
+        except _Undefined:
+            _note(notes, f"{match.group(0)} is not defined; sent as written")
+        except Exception as exc:  # anything that does not resolve stays as the user wrote it
+            _note(notes, f"{match.group(0)} did not resolve ({type(exc).__name__}: {exc}); sent as written")
+        return match.group(0)
+
+    return _patterns()[0].sub(replace, text)
+
+
+def _note(notes: list[str] | None, line: str) -> None:
+    if notes is not None and line not in notes:
+        notes.append(line)

@@ -1,0 +1,193 @@
+"""The agent sees what the person sees, in a real IPython InteractiveShell: {Err} and {Err[n]},
+%agent explain and fix, DataFrames with their dtypes, -f code|text|html, and --data frames."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+
+import pandas as pd
+import pytest
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+
+import bettong_nb
+from bettong_nb.notebook import errorlog, interpolation
+from bettong_nb.providers.scripted import Scripted
+from test_notebook_magics import _final, _ok, _run, _tool_agent, ip  # noqa: F401  (ip is a fixture)
+
+SECRET = "sk-live-0123456789abcdefghijklmnop"
+
+
+def _cell(shell, code):
+    """Run a numbered cell (as a notebook does); return (result, captured)."""
+    with capture_output() as captured:
+        result = shell.run_cell(code, store_history=True)
+    return result, captured
+
+
+def _prompt(model, index=-1):
+    return model.requests[index].messages[-1]["content"]
+
+
+def _raise_key_error(ip):
+    result, _ = _cell(ip, 'costs = {"tea": 2.5}\ncosts["cost"]')
+    assert isinstance(result.error_in_exec, KeyError)
+    return result.execution_count
+
+
+def test_err_is_the_last_error_with_its_code_and_a_plain_traceback(ip):
+    model = Scripted(["first", "second", "third"])
+    ip.user_ns["bot"] = bettong_nb.agent(provider=model)
+    failed = _raise_key_error(ip)
+    _ok(ip, "%%agent bot\nWhy? {Err}")
+    sent = _prompt(model)
+    assert sent.startswith(f'Why? In [{failed}]:\ncosts = {{"tea": 2.5}}\ncosts["cost"]\n\n')
+    assert "\x1b[" not in sent  # no colours
+    assert "----> 2 costs[\"cost\"]" in sent and sent.rstrip().endswith("KeyError: 'cost'")
+
+    _cell(ip, "1 / 0")  # a later error: {Err} moves on, {Err[n]} stays
+    _ok(ip, f"%%agent bot\n{{Err}} and {{Err[{failed}]}}")
+    last, named = _prompt(model).split(" and In [")
+    assert last.rstrip().endswith("ZeroDivisionError: division by zero") and named.rstrip().endswith("'cost'")
+
+    captured = _ok(ip, "%%agent bot\nand {Err[999]}")
+    assert _prompt(model) == "and {Err[999]}"  # sent as written, and the cell says why
+    assert captured.stdout.splitlines()[0] == ("{Err[999]} did not resolve (KeyError: 'cell 999 raised no error "
+                                               "that was recorded'); sent as written")
+
+
+def test_err_is_redacted_and_bounded(ip, monkeypatch):
+    monkeypatch.setenv("BILLING_API_KEY", SECRET)
+    model = Scripted(["ok", "ok"])
+    ip.user_ns["bot"] = bettong_nb.agent(provider=model)
+    _cell(ip, "import os\nraise RuntimeError('key ' + os.environ['BILLING_API_KEY'])")
+    _ok(ip, "%%agent bot\n{Err}")
+    assert SECRET not in _prompt(model) and "[redacted]" in _prompt(model)
+
+    long_code = "\n".join(f"x{i} = {i}" for i in range(3000)) + "\nraise ValueError('v' * 20000 + ' the end')"
+    _cell(ip, long_code)
+    _ok(ip, "%%agent bot\n{Err}")
+    sent = _prompt(model)
+    assert len(sent) < errorlog.CODE_CHARS + errorlog.TRACEBACK_CHARS + 300
+    assert "x0 = 0" in sent and "more characters" in sent  # the code's start
+    assert "characters before)" in sent and sent.endswith("vvv the end")  # the traceback's end
+
+
+def test_an_undefined_name_is_sent_as_written_and_the_cell_says_so(ip):
+    model = Scripted(["ok"])
+    ip.user_ns.update(bot=bettong_nb.agent(provider=model), cfg={"a": 1})
+    _ok(ip, "%config AgentMagics.run_mode = 'await'")  # a notebook's cell: the notes are muted lines
+    captured = _ok(ip, "%%agent bot\nLook at {sales_df}, {cfg[b]}, {cfg[a]} and {sales_df} again")
+    assert _prompt(model) == "Look at {sales_df}, {cfg[b]}, 1 and {sales_df} again"
+    notes = [d["text/plain"] for d in _final(captured) if "bettong-note" in d.get("text/html", "")]
+    assert notes == ["{sales_df} is not defined; sent as written",
+                     "{cfg[b]} did not resolve (KeyError: 'b'); sent as written"]
+
+
+def test_explain_sends_the_failing_cell_and_shows_the_answer(ip):
+    model = Scripted(["The dict has no key **cost**: use `costs['tea']`."])
+    ip.user_ns["bot"] = bettong_nb.agent(provider=model)
+    result, _ = _run(ip, "%agent explain bot")
+    assert isinstance(result.error_in_exec, UsageError) and "Nothing to explain: no cell has raised" in \
+        str(result.error_in_exec)
+    failed = _raise_key_error(ip)
+    ip.rl_next_input = None
+    captured = _ok(ip, "%agent explain bot")
+    sent = _prompt(model)
+    assert sent.startswith("A notebook cell raised the error below. Explain what went wrong and propose a fix.\n\n"
+                           f"In [{failed}]:\ncosts = ")
+    assert "KeyError: 'cost'" in sent
+    assert "The dict has no key **cost**" in captured.stdout  # shown in the cell (a terminal here)
+    assert ip.rl_next_input is None  # explain adds no cell
+
+
+def test_fix_puts_the_code_in_one_new_cell_and_runs_nothing(ip):
+    answer = ("The key is `tea`.\n\n```python\ncosts = {\"tea\": 2.5}\nFIXED = costs[\"tea\"]\n```\n")
+    model = Scripted([answer])
+    ip.user_ns["bot"] = bettong_nb.agent(provider=model)
+    _raise_key_error(ip)
+    ip.rl_next_input = None
+    captured = _ok(ip, "%agent fix bot")
+    assert "one ```python code block" in _prompt(model)
+    assert ip.rl_next_input == 'costs = {"tea": 2.5}\nFIXED = costs["tea"]'
+    assert "FIXED" not in ip.user_ns  # proposed, never run
+    assert "The code is in a new cell below (not run)." in str(_final(captured))
+
+
+@pytest.mark.parametrize("mode", ["block", "await"])
+def test_format_code_joins_the_kernels_blocks_into_one_cell(ip, mode):
+    _ok(ip, f"%config AgentMagics.run_mode = '{mode}'")
+    answer = ("First:\n```python\na = 1\n```\nNot this one:\n```javascript\nalert(1)\n```\n"
+              "Then:\n```\nb = a + 1\n```\nand\n~~~py\nRAN = True\n~~~\n")
+    ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted([answer, "No code here."]))
+    ip.rl_next_input = None
+    captured = _ok(ip, "%%agent bot -f code -o res\nwrite it")
+    assert ip.rl_next_input == "a = 1\n\nb = a + 1\n\nRAN = True"
+    assert "RAN" not in ip.user_ns
+    assert ip.user_ns["res"].code_blocks() == ["a = 1", "alert(1)", "b = a + 1", "RAN = True"]
+    if mode == "await":  # the answer is shown as usual, as Markdown
+        assert any("bettong-markdown" in d.get("text/html", "") and d.get("text/plain", "").startswith("First:")
+                   for d in _final(captured))
+    ip.rl_next_input = None
+    captured = _ok(ip, "%%agent bot --format code\nagain")
+    assert ip.rl_next_input is None
+    assert "The answer has no python code block; no cell was added." in str(_final(captured)) + captured.stdout
+
+
+def test_format_text_and_html(ip):
+    _ok(ip, "%config AgentMagics.run_mode = 'await'")
+    model = Scripted(["**not bold** <b>raw</b>", '<p onclick="steal()">Hi <script>x()</script><b>there</b></p>'])
+    ip.user_ns["bot"] = bettong_nb.agent(provider=model)
+    captured = _ok(ip, "%%agent bot -f text\nplain please")
+    assert {"text/plain": "**not bold** <b>raw</b>"} in _final(captured)
+    if importlib.util.find_spec("bettong_nb.sanitize") is None:
+        result, _ = _run(ip, "%%agent bot -f html\nhtml please")
+        assert isinstance(result.error_in_exec, UsageError) and "-f html needs bettong_nb.sanitize" in \
+            str(result.error_in_exec)
+        return
+    captured = _ok(ip, "%%agent bot -f html\nhtml please")
+    assert _prompt(model).startswith("html please\n\n(Answer as an HTML fragment")
+    (shown,) = [d["text/html"] for d in _final(captured) if "bettong-html-answer" in d.get("text/html", "")]
+    assert "<b>there</b>" in shown and "onclick" not in shown and "<script" not in shown
+
+
+def test_a_wide_dataframe_carries_its_dtypes_and_null_counts():
+    narrow = pd.DataFrame({"a": [1, 2], "b": ["x", None]})
+    assert "Columns (dtype, nulls)" not in interpolation.interpolate("{df}", {"df": narrow})
+    wide = pd.DataFrame({f"col{i}": [1.5, None, 3.0] if i % 2 else ["x", "y", None] for i in range(8)})
+    wide["when"] = pd.to_datetime(["2024-01-01", None, "2024-03-01"])
+    text = interpolation.interpolate("{df}", {"df": wide})
+    assert text.startswith("DataFrame (3 × 9):\n")
+    columns = text.split("Columns (dtype, nulls):\n")[1].splitlines()
+    assert [line.split() for line in columns] == [[c, str(wide[c].dtype), "1", "null"] for c in wide.columns]
+    assert len({line.index(" null") for line in columns}) == 1  # a table: the counts line up
+    huge = pd.DataFrame({f"c{i}": range(3) for i in range(500)})
+    text = interpolation.interpolate("{df}", {"df": huge})
+    assert "… (440 more columns)" in text and len(text) <= interpolation.PREVIEW_CHARS + 3000
+
+
+def test_data_adds_sql_over_the_named_frames_for_one_cell(ip):
+    sales = pd.DataFrame({"region": ["north", "south", "north"], "amount": [10, 20, 5]})
+    targets = pd.DataFrame({"region": ["north", "south"], "target": [20, 15]})
+    sql = ("SELECT s.region, sum(amount) AS total, any_value(target) AS target FROM sales s "
+           "JOIN targets t USING (region) GROUP BY s.region ORDER BY s.region")
+    model = Scripted([[("query_data", {"sql": sql})], "North missed by 5.", "ok"])
+    seen = []
+    ip.user_ns.update(sales=sales, targets=targets, bot=_tool_agent(model, seen))
+    _ok(ip, "%%agent bot --data sales,targets -o res\nWho missed the target?")
+    res = ip.user_ns["res"]
+    assert [t["name"] for t in model.requests[0].tools] == ["note", "query_data", "describe_data"]
+    (frame,) = res.frames()
+    assert frame.to_dict("list") == {"region": ["north", "south"], "total": [15, 20], "target": [20, 15]}
+    assert res.output == "North missed by 5."
+    _ok(ip, "%%agent bot\nand now?")  # the next cell has the target's own capabilities only
+    assert [t["name"] for t in model.requests[2].tools] == ["note"]
+    for cell, message in (("%%agent bot --data nope\nx", "--data: no variable named 'nope'"),
+                          ("%%agent bot --data sales,1x\nx", "--data: no variable named '1x'")):
+        result, _ = _run(ip, cell)
+        assert isinstance(result.error_in_exec, UsageError) and message in str(result.error_in_exec)
+    for name in ("sales", "targets"):
+        ip.user_ns.pop(name)
