@@ -27,13 +27,21 @@ def sample(fn: Callable[[], object], repeat: int, warmup: int = 3) -> tuple[list
 
 
 def row(name: str, walls: list[float], cpus: list[float] | None, *, floor: list[float] | None = None,
-        target: float, target_kind: str, scale: float = 1e3, unit: str = "ms") -> dict:
-    """A result row. ``target_kind`` "ratio" compares the median with the floor's, "ms" is absolute."""
+        floor_cpus: list[float] | None = None, target: float, target_kind: str, scale: float = 1e3,
+        unit: str = "ms") -> dict:
+    """A result row. ``target_kind`` "ratio" compares the median with the floor's, "ms" is absolute.
+    With ``floor_cpus`` the ratio is of CPU medians (the floor column shows the floor's CPU)."""
     median = statistics.median(walls) * scale
-    floor_median = statistics.median(floor) * scale if floor else None
+    cpu_median = statistics.median(cpus) * scale if cpus else None
+    if floor_cpus:
+        floor_median = statistics.median(floor_cpus) * scale
+        ratio = cpu_median / floor_median
+    else:
+        floor_median = statistics.median(floor) * scale if floor else None
+        ratio = median / floor_median if floor_median else None
     return {"name": name, "unit": unit, "median": median, "min": min(walls) * scale, "max": max(walls) * scale,
-            "cpu_median": statistics.median(cpus) * scale if cpus else None, "floor_median": floor_median,
-            "ratio": median / floor_median if floor_median else None, "target": target, "target_kind": target_kind}
+            "cpu_median": cpu_median, "floor_median": floor_median, "ratio": ratio, "target": target,
+            "target_kind": target_kind}
 
 
 @contextlib.contextmanager

@@ -19,6 +19,7 @@ or any object with those attributes (a dataclass that holds state). A tool is a 
 
 from __future__ import annotations
 
+import collections.abc
 import inspect
 import json
 import re
@@ -98,7 +99,9 @@ class Tool:
 
 
 def _get(obj: Any, key: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
+    # collections.abc, not typing: typing.Mapping's isinstance check costs ~1.5 µs, and a run
+    # makes one per tool field (prepare() of 20 tools took 90 µs)
+    if type(obj) is dict or isinstance(obj, collections.abc.Mapping):
         return obj.get(key, default)
     return getattr(obj, key, default)
 

@@ -17,6 +17,7 @@ from typing import Any, AsyncIterator, Callable, Mapping
 from .. import events
 from ..usage import Usage, from_openai
 from ..http import Transport
+from ..json_body import Encoded, Reuse, array, body as json_body, encode
 from ..options import Options
 from ..provider import ProviderError, Request, Response, decode_arguments
 
@@ -28,6 +29,10 @@ _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": 
 
 def _arguments_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value if value is not None else {}, ensure_ascii=False)
+
+
+def _tools(tools: list[dict]) -> list[dict]:
+    return [{"type": "function", "function": t} for t in tools]
 
 
 def _encode_message(message: Mapping[str, Any]) -> list[dict]:
@@ -55,15 +60,20 @@ def _encode_message(message: Mapping[str, Any]) -> list[dict]:
     return out
 
 
-def encode_request(request: Request, *, default_model: str | None, stream: bool = False) -> dict:
-    messages: list[dict] = []
-    if request.system:
-        messages.append({"role": "system", "content": "\n\n".join(b.text for b in request.system)})
-    for message in request.messages:
-        messages.extend(_encode_message(message))
+def encode_request(request: Request, *, default_model: str | None, stream: bool = False,
+                   reuse: Reuse | None = None) -> dict:
+    """The request body. With ``reuse`` (the provider's, see :mod:`bettong_nb.json_body`) its
+    messages and tools are JSON already, reused from the previous request where unchanged."""
+    system = ({"role": "system", "content": "\n\n".join(b.text for b in request.system)},) if request.system else ()
+    if reuse is None:
+        messages: Any = [*system, *(w for m in request.messages for w in _encode_message(m))]
+    else:
+        messages = array([*map(encode, system),
+                          reuse.joined(request.messages, lambda m: ", ".join(map(encode, _encode_message(m))))])
     body: dict[str, Any] = {"model": request.model or default_model, "messages": messages}
     if request.tools:
-        body["tools"] = [{"type": "function", "function": t} for t in request.tools]
+        body["tools"] = _tools(request.tools) if reuse is None else reuse.json(
+            request.tools, lambda: Encoded(encode(_tools(request.tools))))
         choice = request.tool_choice or "auto"
         body["tool_choice"] = (choice if choice in ("auto", "none", "required")
                                else {"type": "function", "function": {"name": choice}})
@@ -171,6 +181,7 @@ class OpenAIProvider:
         self._key_env = key_env
         self.transport = Transport(name, base_url, headers=self._headers, timeout=timeout,
                                    max_retries=max_retries, secret=self._known_key, error=ProviderError)
+        self._reuse = Reuse()  # the JSON of the previous request's messages and tools
 
     def _known_key(self) -> str | None:
         if self._api_key is not None:
@@ -190,12 +201,16 @@ class OpenAIProvider:
                                 provider=self.name)
         return {"authorization": f"Bearer {key}"} if key else {}
 
+    def _payload(self, request: Request, stream: bool) -> bytes:
+        self._reuse.next_request()
+        return json_body(encode_request(request, default_model=self.model, stream=stream, reuse=self._reuse))
+
     async def complete(self, request: Request) -> Response:
-        body = await self.transport.post_json("/chat/completions", encode_request(request, default_model=self.model))
+        body = await self.transport.post_json("/chat/completions", self._payload(request, False))
         return decode_response(body, self.name)
 
     async def stream(self, request: Request, on_event: Callable[[Any], Any]) -> Response:
-        payload = encode_request(request, default_model=self.model, stream=True)
+        payload = self._payload(request, True)
 
         async def fold(lines: AsyncIterator[str], emit: Callable[[Any], Any]) -> Response:
             state = _StreamFold(self.name)
