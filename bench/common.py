@@ -45,9 +45,11 @@ def row(name: str, walls: list[float], cpus: list[float] | None, *, floor: list[
 
 
 @contextlib.contextmanager
-def mock_server(latency: float = 0.0) -> Iterator[str]:
-    """The mock model server in its own process (its CPU is not billed to the client)."""
-    proc = subprocess.Popen([sys.executable, "-m", "bench.mock_server", "--latency", str(latency)],
+def mock_server(latency: float = 0.0, calls: int = 1) -> Iterator[str]:
+    """The mock model server in its own process (its CPU is not billed to the client); ``calls``
+    tool calls in the step that asks for tools."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench.mock_server", "--latency", str(latency),
+                             "--calls", str(calls)],
                             cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()

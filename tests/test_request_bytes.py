@@ -3,7 +3,6 @@ the plain encoding: ``json.dumps(encode_request(request), ensure_ascii=False)``.
 
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
@@ -11,8 +10,7 @@ import pytest
 import bettong_nb
 from bettong_nb.json_body import Encoded, Reuse, array, body
 from bettong_nb.providers import anthropic, ollama, openai
-from support.servers import chat_message, tool_call
-from support.wire import weather
+from support.wire import calls_body, weather
 
 
 def _plain(provider, request, stream: bool) -> dict:
@@ -44,24 +42,8 @@ class Recording:
         return self.provider.secret_values()
 
 
-def _two_calls(w) -> dict:
-    """The wire's recorded tool call, asking for two cities (one not ASCII) in one step."""
-    if w.name == "openai":
-        return chat_message(tool_calls=[tool_call("get_weather", {"city": "Zürich"}, "call_a"),
-                                        tool_call("get_weather", {"city": "Ōsaka \"east\""}, "call_b")])
-    recorded = copy.deepcopy(w.body(w.tool_case))
-    if w.name == "anthropic":
-        use = recorded["content"][-1]
-        recorded["content"][-1:] = [{**use, "id": "toolu_a", "input": {"city": "Zürich"}},
-                                    {**use, "id": "toolu_b", "input": {"city": "Ōsaka \"east\""}}]
-    else:
-        recorded["message"]["tool_calls"] = [{"function": {"name": "get_weather", "arguments": {"city": c}}}
-                                             for c in ("Zürich", "Ōsaka \"east\"")]
-    return recorded
-
-
 def test_a_multi_turn_session_with_tools_sends_the_plain_bytes(w, board):
-    turns = [w.body(w.tool_case), w.body("final"), _two_calls(w), w.body("final"), w.body("answer"),
+    turns = [w.body(w.tool_case), w.body("final"), calls_body(w, ["Zürich", "Ōsaka \"east\""]), w.body("final"), w.body("answer"),
              w.body(w.tool_case), w.body("final")]
     server = board.serve(w.name, w.script(turns))
     cities: list[str] = []

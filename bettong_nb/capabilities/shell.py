@@ -250,6 +250,7 @@ class Shell:
     deny: tuple = ()
     deny_defaults: bool = True
     allow: tuple | None = None
+    concurrent: bool = False
     id: str = field(default="shell", init=False)
     _deny: tuple = field(init=False, repr=False, compare=False)
     _allow: tuple | None = field(init=False, repr=False, compare=False)
@@ -291,6 +292,7 @@ class Shell:
             Tool(
                 name="run_shell",
                 handler=self.run_shell,
+                concurrent=self.concurrent,
                 description=(
                     "Run a bash command. Returns the exit code on the first line, then the combined "
                     "stdout and stderr. Use it for things the other tools can't do."
@@ -374,6 +376,7 @@ def shell(
     deny: Iterable[tuple[str | Pattern[str], str | None]] = (),
     deny_defaults: bool = True,
     allow: Iterable[str | Pattern[str]] | None = None,
+    concurrent: bool = False,
 ) -> Shell:
     """A capability with one tool, ``run_shell(command, dir?)``.
 
@@ -382,7 +385,10 @@ def shell(
         shell(allow=[r"^git (status|log|diff)\\b"])      # only these commands run
         shell(deny=[(r"\\bgit push\\b", "pushing is for humans")])
 
-    The refusals are a seatbelt against accidents, not a sandbox: see the module docstring.
+    Commands of one step run one after another, in the model's order (``mkdir d`` then
+    ``ls d``; and any command may write); ``concurrent=True`` lets them run side by side, for a
+    shell whose ``allow`` list only reads. The refusals are a seatbelt against accidents, not a
+    sandbox: see the module docstring.
     """
     return Shell(
         root=None if root is None else os.fspath(root),
@@ -392,4 +398,5 @@ def shell(
         deny=deny,
         deny_defaults=deny_defaults,
         allow=allow,
+        concurrent=concurrent,
     )
