@@ -211,7 +211,7 @@ def test_live_view_streams_then_shows_markdown_tools_and_usage():
     assert "⏳" not in final_activity  # transient status lines are gone at the end
     assert answer.bundles[-1] == {"text/markdown": "The answer is **42**.", "text/plain": "The answer is **42**."}
     streamed = [b.get("text/plain") for b in answer.bundles if "text/html" in b and b["text/plain"]]
-    assert streamed and all("The answer is **42**.".startswith(s) or s == "Checking." for s in streamed)
+    assert all("The answer is **42**.".startswith(s) or s == "Checking." for s in streamed)
     assert footer.bundles[-1]["text/plain"] == "2 requests 14 tokens (10 in, 4 out) · cost 0.000014"
 
 
@@ -257,6 +257,37 @@ def test_live_view_throttles_a_long_stream():
     assert settled == "".join(pieces)
     assert len(answer.bundles) < 20  # 10,000 deltas, a handful of updates
     assert answer.bundles[-1]["text/markdown"] == "".join(pieces)
+
+
+def test_a_long_answer_goes_to_the_frontend_once_as_markdown_at_the_end():
+    recorder = Recorder()
+    text = "".join(f"word{i} " for i in range(3000))
+
+    async def main():
+        view = display.LiveView(show=recorder.show, interval=5)
+        for n in range(0, len(text), 100):
+            await asyncio.sleep(0.001)
+            view(events.TextDelta(text[n:n + 100]))
+        # all but the first chunk are pending (throttled) when the answer is complete
+        view(events.AssistantMessage(1, {"role": "assistant", "content": [{"type": "text", "text": text}]},
+                                     usage.Usage(requests=1), 0.1))
+        view.finish(bettong_nb.RunResult(text, 1, [], [], usage.Usage(requests=1), True))
+
+    asyncio.run(main())
+    answer = recorder.handles[1]
+    assert answer.bundles[0] == {"text/plain": "", "text/markdown": " "}  # the frontend loads Markdown early
+    assert answer.bundles[-1]["text/markdown"] == text
+    assert [b["text/plain"] for b in answer.bundles[1:-1]] == [text[:100]]  # never the whole text as HTML
+
+
+def test_a_turn_that_fails_after_its_answer_still_shows_the_answer():
+    recorder = Recorder()
+    view = display.LiveView(show=recorder.show, interval=10)
+    view(events.AssistantMessage(1, {"role": "assistant", "content": [{"type": "text", "text": "the answer"}]},
+                                 usage.Usage(requests=1), 0.1))
+    view.fail("✘ boom")
+    assert recorder.handles[1].bundles[-1]["text/plain"] == "the answer"
+    assert recorder.handles[2].bundles[-1]["text/plain"] == "✘ boom"
 
 
 def test_live_view_notes_retries_warnings_and_failures():
