@@ -143,7 +143,10 @@ def _notebook(url: str, results: Path) -> dict:
 _PAGE = """(() => {
     const mark = MARK, Native = window.WebSocket, decoder = new TextDecoder();
     const display = /"msg_type":\\s*"(?:update_)?display_data"/g;
-    window.__frames = {counting: false, display: 0, markdown: null, rendered: null};
+    window.__frames = {counting: false, display: 0, markdown: null, rendered: null, busy: 0};
+    new PerformanceObserver(list => {
+        if (window.__frames.counting) for (const task of list.getEntries()) window.__frames.busy += task.duration;
+    }).observe({type: 'longtask', buffered: false});
     window.WebSocket = class extends Native {
         constructor(...args) {
             super(...args);
@@ -224,6 +227,7 @@ def run_once(tokens: int, rate: float) -> dict:
     duration = streamed["last"] - streamed["first"]
     return {"updates": frames["display"], "duration_s": duration,
             "render_s": frames["rendered"] / 1000 - streamed["last"], "arrived_s": frames["markdown"] / 1000 - streamed["last"],
+            "busy_s": frames["busy"] / 1000,
             "display_cpu_s": cpu["display"] - cpu["plain"], "turn_cpu_s": cpu["display"], "plain_cpu_s": cpu["plain"]}
 
 
@@ -234,7 +238,8 @@ def measure(tokens: int = TOKENS, rate: float = RATE) -> list[dict]:
         return []
     m = run_once(tokens, rate)
     print(f"  bench.bench_browser: {m['updates']} display messages in {m['duration_s']:.1f} s; the final answer "
-          f"reached the page {m['arrived_s'] * 1000:.0f} ms after the last chunk; kernel CPU "
+          f"reached the page {m['arrived_s'] * 1000:.0f} ms after the last chunk; the page's long tasks took "
+          f"{m['busy_s']:.1f} s; kernel CPU "
           f"{m['turn_cpu_s']:.2f} s with the live view, {m['plain_cpu_s']:.2f} s without", file=sys.stderr)
     name = f"B1 %%agent, {tokens} tokens streamed at {rate:g}/s in Chromium"
     return [row(f"{name}: display updates per s", [m["updates"] / m["duration_s"]], None, target=20,

@@ -127,7 +127,8 @@ class _Run:
         return _Pending(call, request, await self.approval(request), concurrent=entry is None or entry.concurrent)
 
     async def finish(self, pending: _Pending, *, in_thread: bool = False) -> dict:
-        """Run an allowed call; its tool_result block for the next request."""
+        """Run the call if it was allowed, and report how it went; its tool_result block for the
+        next request."""
         call, text, verdict = pending.call, pending.error, pending.verdict
         started = time.perf_counter()  # the tool's own time, not the time a person took to decide
         if pending.allowed:

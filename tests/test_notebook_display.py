@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 
 import pytest
 
@@ -247,7 +248,8 @@ def test_live_view_throttles_a_long_stream():
             view(events.TextDelta(piece))
             if n % 500 == 0:
                 await asyncio.sleep(0.02)  # the loop runs between bursts, as it does between chunks
-        await asyncio.sleep(0.15)  # the deferred flush lands without another event
+        # the deferred flush lands without another event (a long answer is redrawn less often)
+        await asyncio.sleep(max(0.1, len("".join(pieces)) * display.SECONDS_PER_CHAR) + 0.05)
         settled = recorder.handles[1].bundles[-1]["text/plain"]
         view.finish(bettong_nb.RunResult("".join(pieces), 1, [], [], usage.Usage(requests=1), True))
         return view, settled
@@ -278,6 +280,39 @@ def test_a_long_answer_goes_to_the_frontend_once_as_markdown_at_the_end():
     assert answer.bundles[0] == {"text/plain": "", "text/markdown": " "}  # the frontend loads Markdown early
     assert answer.bundles[-1]["text/markdown"] == text
     assert [b["text/plain"] for b in answer.bundles[1:-1]] == [text[:100]]  # never the whole text as HTML
+
+
+def test_a_growing_answer_is_redrawn_less_often():
+    recorder = Recorder()
+    sent: list[tuple[float, int]] = []  # (when, how many characters) of each answer update
+
+    async def main():
+        view = display.LiveView(show=recorder.show, interval=0.02)
+        started = time.monotonic()
+        while time.monotonic() - started < 1.5:
+            view(events.TextDelta("x" * 200))
+            await asyncio.sleep(0.002)
+        view.flush()
+
+    real_show = recorder.show
+
+    def show(bundle):
+        handle = real_show(bundle)
+        update = handle.update
+
+        def timed(new, raw=False):
+            sent.append((time.monotonic(), len(new.get("text/plain", ""))))
+            update(new, raw=raw)
+
+        handle.update = timed
+        return handle
+
+    recorder.show = show
+    asyncio.run(main())
+    answer = [(t, n) for t, n in sent if n][:-1]  # the answer's updates, without the final flush
+    gaps = [(b[0] - a[0], a[1]) for a, b in zip(answer, answer[1:])]
+    assert all(gap >= max(0.02, size * display.SECONDS_PER_CHAR) * 0.9 for gap, size in gaps)
+    assert gaps[-1][0] > 3 * gaps[0][0]  # long answers: far fewer redraws than short ones
 
 
 def test_a_turn_that_fails_after_its_answer_still_shows_the_answer():

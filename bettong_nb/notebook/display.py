@@ -25,6 +25,10 @@ from ..terminal import RAN, args_preview, call_line, duration_text, json_text
 __all__ = ["result_html", "session_html", "tool_block", "css_id", "LiveView", "PromptSlot", "RESULT_PREVIEW_CHARS"]
 
 RESULT_PREVIEW_CHARS = 20_000  # a tool result longer than this is cut in the display (never in the data)
+# The live view redraws a streamed answer at most every len(answer) * this many seconds: about
+# 100 KB of text a second for the frontend to lay out, so a long answer cannot swamp it (every
+# 0.1 s up to 10 KB, every 0.5 s at 50 KB).
+SECONDS_PER_CHAR = 1e-5
 
 # Colours must read on light and dark themes alike: text inherits the theme's colour, fills and
 # borders are translucent grey, and status colours are the theme's own where the frontend exposes
@@ -244,7 +248,8 @@ class PromptSlot:
 class LiveView:
     """The ``on_event`` listener that draws a running turn in the cell, through three display
     handles updated in place: activity (tool calls, retries, approvals), the answer (streamed,
-    Markdown at the end) and the usage line. Updates are throttled to one per ``interval`` s.
+    Markdown at the end) and the usage line. Updates are throttled to one per ``interval`` s,
+    and further apart as a streamed answer grows: the frontend redraws it whole each time.
     With ``prompts``, a :class:`PromptSlot` for approval prompts sits between activity and answer."""
 
     def __init__(self, *, prices: Mapping[str, float] | None = None, interval: float = 0.1,
@@ -378,7 +383,7 @@ class LiveView:
 
     def _touch(self, *names: str) -> None:
         self._dirty.update(names)
-        wait = self.interval - (time.monotonic() - self._last)
+        wait = max(self.interval, len(self.current) * SECONDS_PER_CHAR) - (time.monotonic() - self._last)
         if wait <= 0:
             self.flush()
             return
