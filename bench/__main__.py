@@ -23,7 +23,7 @@ SUITES = {
     "bench.bench_redact": ({"repeat": 30}, {"repeat": 10}),
     "bench.bench_shell": ({"repeat": 50}, {"repeat": 15}),
     "bench.bench_stream": ({"repeat": 200}, {"repeat": 50}),
-    "bench.bench_browser": ({"tokens": 10_000}, {"tokens": 2_000}),
+    "bench.bench_browser": ({"tokens": 10_000, "turns": 3}, {"tokens": 2_000, "turns": 1}),
 }
 
 
