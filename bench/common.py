@@ -27,20 +27,30 @@ def sample(fn: Callable[[], object], repeat: int, warmup: int = 3) -> tuple[list
 
 
 def row(name: str, walls: list[float], cpus: list[float] | None, *, floor: list[float] | None = None,
-        target: float, target_kind: str, scale: float = 1e3, unit: str = "ms") -> dict:
+        floor_cpus: list[float] | None = None, target: float, target_kind: str, scale: float = 1e3,
+        unit: str = "ms") -> dict:
     """A result row. ``target_kind`` "ratio" compares the median with the floor's, "ms" is absolute
-    (at most), "at least" is a rate that must reach the target (MB/s: higher is better)."""
+    (at most), "at least" is a rate that must reach the target (MB/s: higher is better). With
+    ``floor_cpus`` the ratio is of CPU medians (the floor column shows the floor's CPU)."""
     median = statistics.median(walls) * scale
-    floor_median = statistics.median(floor) * scale if floor else None
+    cpu_median = statistics.median(cpus) * scale if cpus else None
+    if floor_cpus:
+        floor_median = statistics.median(floor_cpus) * scale
+        ratio = cpu_median / floor_median
+    else:
+        floor_median = statistics.median(floor) * scale if floor else None
+        ratio = median / floor_median if floor_median else None
     return {"name": name, "unit": unit, "median": median, "min": min(walls) * scale, "max": max(walls) * scale,
-            "cpu_median": statistics.median(cpus) * scale if cpus else None, "floor_median": floor_median,
-            "ratio": median / floor_median if floor_median else None, "target": target, "target_kind": target_kind}
+            "cpu_median": cpu_median, "floor_median": floor_median, "ratio": ratio, "target": target,
+            "target_kind": target_kind}
 
 
 @contextlib.contextmanager
-def mock_server(latency: float = 0.0) -> Iterator[str]:
-    """The mock model server in its own process (its CPU is not billed to the client)."""
-    proc = subprocess.Popen([sys.executable, "-m", "bench.mock_server", "--latency", str(latency)],
+def mock_server(latency: float = 0.0, calls: int = 1) -> Iterator[str]:
+    """The mock model server in its own process (its CPU is not billed to the client); ``calls``
+    tool calls in the step that asks for tools."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench.mock_server", "--latency", str(latency),
+                             "--calls", str(calls)],
                             cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()

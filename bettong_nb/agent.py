@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field, replace
 from typing import (
@@ -133,8 +134,24 @@ class _Run:
             return replace(verdict, reason=secrets.redact(verdict.reason, extra=self.secrets)[0])
         return verdict
 
-    async def tool_call(self, block: dict) -> dict:
-        """Run one tool call the model asked for; its tool_result block for the next request."""
+    async def tool_calls(self, uses: list[dict]) -> list[dict]:
+        """One step's tool calls, asked about one at a time in the model's order. An allowed call
+        starts at once, beside the calls still running, unless its tool must run alone: then it
+        waits for them, and the calls after it wait for it. Results keep the model's order."""
+        results: list[asyncio.Task | dict] = []
+        async with asyncio.TaskGroup() as group:  # cancelling the run cancels the running calls
+            for block in uses:
+                pending = await self.ask(block)
+                if pending.allowed and pending.concurrent and len(uses) > 1:
+                    results.append(group.create_task(self.finish(pending, in_thread=True)))
+                    continue
+                if pending.allowed:
+                    await asyncio.gather(*(r for r in results if isinstance(r, asyncio.Task)))
+                results.append(await self.finish(pending))
+        return [r.result() if isinstance(r, asyncio.Task) else r for r in results]
+
+    async def ask(self, block: dict) -> _Pending:
+        """Report the call as started and, when its arguments parse, ask whether it may run."""
         name = block["name"]
         args, error = cap.arguments(block.get("input"))
         entry = self.toolbox.registry.get(name)
@@ -142,20 +159,25 @@ class _Run:
                         id=block["id"], step=self.steps)
         self.calls.append(call)
         self.listener(events.ToolCallStarted(call))
-        text, verdict, pictures = error, approvals.Allow(), ()
-        started = time.perf_counter()
-        if text is None:
-            request = approvals.ApprovalRequest(name, args, call.capability, call.id, scope=self.scope)
-            verdict = await self.approval(request)
-            started = time.perf_counter()  # the tool's own time, not the time a person took to decide
-            if verdict:
-                try:
-                    with approvals.approved(request, verdict):
-                        output = await cap.run_tool(self.toolbox.registry, name, args)
-                    text, call.data, pictures = output.text, output.data, output.images
-                    call.traceback = output.traceback and secrets.redact(output.traceback, extra=self.secrets)[0]
-                except approvals.Denied as refused:
-                    verdict = self.scrubbed(refused.verdict)
+        if error is not None:
+            return _Pending(call, None, approvals.Allow(), error)
+        request = approvals.ApprovalRequest(name, args, call.capability, call.id, scope=self.scope)
+        return _Pending(call, request, await self.approval(request), concurrent=entry is None or entry.concurrent)
+
+    async def finish(self, pending: _Pending, *, in_thread: bool = False) -> dict:
+        """Run the call if it was allowed, and report how it went; its tool_result block for the
+        next request (with the images the tool returned, bounded like a prompt's)."""
+        call, text, verdict, pictures = pending.call, pending.error, pending.verdict, ()
+        started = time.perf_counter()  # the tool's own time, not the time a person took to decide
+        if pending.allowed:
+            try:
+                with approvals.approved(pending.request, verdict):
+                    output = await cap.run_tool(self.toolbox.registry, call.tool, pending.request.args,
+                                                in_thread=in_thread)
+                text, call.data, pictures = output.text, output.data, output.images
+                call.traceback = output.traceback and secrets.redact(output.traceback, extra=self.secrets)[0]
+            except approvals.Denied as refused:
+                verdict = self.scrubbed(refused.verdict)
         if verdict and pictures:
             try:
                 call.images = images.prepared(pictures, max_side=self.options.image_max_side,
@@ -164,7 +186,7 @@ class _Run:
                 text = f"ERROR: the tool returned an image that cannot be sent: {exc}"
             text = text or "; ".join(f"[image: {image.describe()}]" for image in call.images)
         if not verdict:
-            text = approvals.denial_text(name, verdict)
+            text = approvals.denial_text(call.tool, verdict)
             call.status, call.reason = "denied", verdict.reason
             if verdict.stop:
                 self.stopped = verdict.reason or "stopped by the user"
@@ -176,6 +198,22 @@ class _Run:
         self.listener(events.ToolCallFinished(call))
         result = {"type": "tool_result", "tool_use_id": call.id, "content": call.result, "is_error": call.status != "ok"}
         return {**result, "images": [image.block() for image in call.images]} if call.images else result
+
+
+@dataclass
+class _Pending:
+    """A tool call asked about: ``error`` when its arguments did not parse, else the request and
+    the verdict; ``concurrent`` when its tool may run beside other calls."""
+
+    call: ToolCall
+    request: approvals.ApprovalRequest | None
+    verdict: approvals.Verdict
+    error: str | None = None
+    concurrent: bool = True
+
+    @property
+    def allowed(self) -> bool:
+        return self.error is None and bool(self.verdict)
 
 
 async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunResult:
@@ -246,7 +284,7 @@ async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunRe
                 return run.result(response.text(), done, stop_reason=response.stop_reason,
                                   reason=None if done else "the answer hit max_tokens",
                                   stop_details=response.stop_details)
-            run.history.append({"role": "user", "content": [await run.tool_call(block) for block in uses]})
+            run.history.append({"role": "user", "content": await run.tool_calls(uses)})
             if fields["tool_choice"] not in (None, "auto", "none"):
                 fields["tool_choice"] = "auto"  # a forced call ("required", a name) forces the first step only
             if run.stopped is not None:

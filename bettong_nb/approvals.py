@@ -228,4 +228,5 @@ def requires_person(tool: Any) -> Any:
         result = inner(**args)
         return await result if inspect.isawaitable(result) else result
 
-    return replace(tool, handler=handler)
+    # It runs alone: its question to a person must not overlap the next call's approval.
+    return replace(tool, handler=handler, concurrent=False)

@@ -21,6 +21,7 @@ import contextlib
 import functools
 import json
 import random
+import re
 import ssl
 import time
 import weakref
@@ -43,6 +44,7 @@ MAX_RETRY_AFTER = 60.0
 # header httpx refuses to send fails the same way every time.
 _TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError)
 T = TypeVar("T")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")  # what an HTTP header value can carry
 
 
 @functools.cache
@@ -159,6 +161,10 @@ def _retry_after(headers: httpx.Headers) -> float | None:
     return None
 
 
+def _json_bytes(payload: Any) -> bytes:
+    return payload if isinstance(payload, bytes) else json.dumps(payload, ensure_ascii=False).encode()
+
+
 async def _drain(lines: AsyncIterator[str]) -> None:
     """Read what follows the final event (the body's end, normally at once), so the connection
     goes back to the pool: a connection closed mid-body costs the next streamed turn a new
@@ -241,7 +247,7 @@ class Transport:
                    **(extra or {})}
         for name, value in headers.items():
             # httpx would put the offending value (the key, say) in its own error message.
-            if not all(c == "\t" or " " <= c <= "~" for c in value):
+            if not _HEADER_VALUE.fullmatch(value):
                 raise self.fail(f"The {name} header for {self.service} holds a character HTTP headers cannot "
                                 "carry (a line break, a control character or non-ASCII): check the key or "
                                 "its environment variable for a stray newline or a pasted quote")
@@ -277,9 +283,10 @@ class Transport:
     async def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                       payload: Any = None, headers: Mapping[str, str] | None = None,
                       check: bool = True) -> httpx.Response:
-        """One request (retried as above); with ``check`` an answer that is not 2xx raises."""
+        """One request (retried as above); with ``check`` an answer that is not 2xx raises.
+        ``payload`` is sent as JSON; bytes are JSON already (see :mod:`bettong_nb.json_body`)."""
         url = self.base_url + path
-        content = None if payload is None else json.dumps(payload, ensure_ascii=False).encode()
+        content = None if payload is None else _json_bytes(payload)
         if content is not None:
             headers = {"content-type": "application/json", **(headers or {})}
 
@@ -314,13 +321,13 @@ class Transport:
         return await self.json("GET", path, **kwargs)
 
     @contextlib.asynccontextmanager
-    async def stream_lines(self, path: str, payload: Mapping[str, Any]) -> AsyncIterator[AsyncIterator[str]]:
-        """POST JSON and yield the answer's lines as they arrive (one attempt; see :meth:`retrying`).
-
-        A connection lost mid-body raises an error saying the stream was cut off.
+    async def stream_lines(self, path: str, payload: Mapping[str, Any] | bytes) -> AsyncIterator[AsyncIterator[str]]:
+        """POST JSON (bytes: already encoded) and yield the answer's lines as they arrive (one
+        attempt; see :meth:`retrying`). A connection lost mid-body raises an error saying the
+        stream was cut off.
         """
         url = self.base_url + path
-        content = json.dumps(payload, ensure_ascii=False).encode()
+        content = _json_bytes(payload)
         try:
             with borrow() as client:
                 async with client.stream("POST", url, content=content,
@@ -333,7 +340,7 @@ class Transport:
         except httpx.HTTPError as exc:
             raise self._connection_error(url, exc) from None
 
-    async def stream(self, path: str, payload: Mapping[str, Any],
+    async def stream(self, path: str, payload: Mapping[str, Any] | bytes,
                      fold: Callable[[AsyncIterator[str], Callable[[Any], Any]], Awaitable[T]],
                      on_event: Callable[[Any], Any]) -> T:
         """Stream an answer through ``fold(lines, emit)``, retrying only while nothing was emitted.

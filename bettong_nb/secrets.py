@@ -71,6 +71,7 @@ _CREDENTIAL_NAME = re.compile(
 _enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("bettong_redact", default=True)
 
 
+@functools.lru_cache(maxsize=4096)  # every redaction reads the environment's names again
 def is_credential_name(name: str) -> bool:
     """True for names holding KEY, TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL,
     AUTH or PRIVATE (any case), or the word PASS: ``OPENAI_API_KEY``, ``DB_PASS``, but

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 
 import pytest
 
@@ -257,7 +258,8 @@ def test_live_view_throttles_a_long_stream():
             view(events.TextDelta(piece))
             if n % 500 == 0:
                 await asyncio.sleep(0.02)  # the loop runs between bursts, as it does between chunks
-        await asyncio.sleep(0.15)  # the deferred flush lands without another event
+        # the deferred flush lands without another event (a long answer is redrawn less often)
+        await asyncio.sleep(max(0.1, len("".join(pieces)) * display.SECONDS_PER_CHAR) + 0.05)
         settled = recorder.handles[1].bundles[-1]["text/plain"]
         view.finish(bettong_nb.RunResult("".join(pieces), 1, [], [], usage.Usage(requests=1), True))
         return view, settled
@@ -267,6 +269,70 @@ def test_live_view_throttles_a_long_stream():
     assert settled == "".join(pieces)
     assert len(answer.bundles) < 20  # 10,000 deltas, a handful of updates
     assert answer.bundles[-1]["text/plain"] == "".join(pieces) and "bettong-markdown" in answer.bundles[-1]["text/html"]
+
+
+def test_a_long_answer_goes_to_the_frontend_once_rendered_at_the_end():
+    recorder = Recorder()
+    text = "".join(f"word{i} " for i in range(3000))
+
+    async def main():
+        view = display.LiveView(show=recorder.show, interval=5)
+        for n in range(0, len(text), 100):
+            await asyncio.sleep(0.001)
+            view(events.TextDelta(text[n:n + 100]))
+        # all but the first chunk are pending (throttled) when the answer is complete
+        view(events.AssistantMessage(1, {"role": "assistant", "content": [{"type": "text", "text": text}]},
+                                     usage.Usage(requests=1), 0.1))
+        view.finish(bettong_nb.RunResult(text, 1, [], [], usage.Usage(requests=1), True))
+
+    asyncio.run(main())
+    answer = recorder.handles[1]
+    assert answer.bundles[0] == {"text/plain": "", "text/html": ""}
+    assert answer.bundles[-1]["text/plain"] == text and "bettong-markdown" in answer.bundles[-1]["text/html"]
+    assert [b["text/plain"] for b in answer.bundles[1:-1]] == [text[:100]]  # the whole text only once
+
+
+def test_a_growing_answer_is_redrawn_less_often():
+    recorder = Recorder()
+    sent: list[tuple[float, int]] = []  # (when, how many characters) of each answer update
+
+    async def main():
+        view = display.LiveView(show=recorder.show, interval=0.02)
+        started = time.monotonic()
+        while time.monotonic() - started < 1.5:
+            view(events.TextDelta("x" * 200))
+            await asyncio.sleep(0.002)
+        view.flush()
+
+    real_show = recorder.show
+
+    def show(bundle):
+        handle = real_show(bundle)
+        update = handle.update
+
+        def timed(new, raw=False):
+            sent.append((time.monotonic(), len(new.get("text/plain", ""))))
+            update(new, raw=raw)
+
+        handle.update = timed
+        return handle
+
+    recorder.show = show
+    asyncio.run(main())
+    answer = [(t, n) for t, n in sent if n][:-1]  # the answer's updates, without the final flush
+    gaps = [(b[0] - a[0], a[1]) for a, b in zip(answer, answer[1:])]
+    assert all(gap >= max(0.02, size * display.SECONDS_PER_CHAR) * 0.9 for gap, size in gaps)
+    assert gaps[-1][0] > 3 * gaps[0][0]  # long answers: far fewer redraws than short ones
+
+
+def test_a_turn_that_fails_after_its_answer_still_shows_the_answer():
+    recorder = Recorder()
+    view = display.LiveView(show=recorder.show, interval=10)
+    view(events.AssistantMessage(1, {"role": "assistant", "content": [{"type": "text", "text": "the answer"}]},
+                                 usage.Usage(requests=1), 0.1))
+    view.fail("✘ boom")
+    assert recorder.handles[1].bundles[-1]["text/plain"] == "the answer"
+    assert recorder.handles[2].bundles[-1]["text/plain"] == "✘ boom"
 
 
 def test_live_view_notes_retries_warnings_and_failures():

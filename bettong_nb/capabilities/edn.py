@@ -134,13 +134,14 @@ class EdnCapability:
         )]
         if self.writable:
             tools += [
-                Tool(name="set_edn", handler=self.set_edn,
+                # Edits run alone: two edits of one file in one step must not race.
+                Tool(name="set_edn", handler=self.set_edn, concurrent=False,
                      description=("Set one value in an EDN file in place, keeping comments, blank lines, key order"
                                   " and formatting. A missing key is added to its map, and missing maps on the way"
                                   " are created."),
                      parameters={"path": path, "key_path": {**key_path, "required": True},
                                  "value": {"type": "string", "description": _VALUE, "required": True}}),
-                Tool(name="delete_edn", handler=self.delete_edn,
+                Tool(name="delete_edn", handler=self.delete_edn, concurrent=False,
                      description=("Remove a key and its value from a map in an EDN file, keeping the comments and"
                                   " formatting around it."),
                      parameters={"path": path, "key_path": {**key_path, "required": True}}),

@@ -128,9 +128,11 @@ class Filesystem:
         ]
         if self.writable:
             tools += [
+                # Writes run alone: two calls of one step on the same path must not race.
                 Tool(
                     name="write_file",
                     handler=self.write_file,
+                    concurrent=False,
                     description="Create or overwrite a file with text (UTF-8), creating missing parent directories.",
                     parameters={"path": path,
                                 "content": {"type": "string", "description": "The whole new content.",
@@ -139,6 +141,7 @@ class Filesystem:
                 Tool(
                     name="delete_file",
                     handler=self.delete_file,
+                    concurrent=False,
                     description="Delete a single file (not a directory).",
                     parameters={"path": path},
                 ),

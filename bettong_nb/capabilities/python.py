@@ -261,12 +261,13 @@ class Python:
     tools: list = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
+        # Alone: the code changes the user's namespace and redirects the process's stdout.
         run_python = Tool(
             "run_python", self.run_python,
             "Run Python code in the user's session and see stdout, stderr, the value of the last "
             "expression and any exception. Each call is shown to the user for approval first.",
             {"code": {"type": "string", "description": "Python source; the last line's value is returned.",
-                      "required": True}})
+                      "required": True}}, concurrent=False)
         self.tools = [requires_person(run_python) if self.require_approval else run_python]
 
     @property

@@ -124,6 +124,7 @@ class Shell:
     deny_defaults: bool = True
     allow: tuple | None = None
     isolate: bool = True
+    concurrent: bool = False
     id: str = field(default="shell", init=False)
     _deny: tuple = field(init=False, repr=False, compare=False)
     _allow: tuple | None = field(init=False, repr=False, compare=False)
@@ -171,6 +172,7 @@ class Shell:
             Tool(
                 name="run_shell",
                 handler=self.run_shell,
+                concurrent=self.concurrent,
                 description=(
                     "Run a bash command. Returns the exit code on the first line, then the combined "
                     "stdout and stderr. Use it for things the other tools can't do."
@@ -262,6 +264,7 @@ def shell(
     deny_defaults: bool = True,
     allow: Iterable[str | Pattern[str]] | None = None,
     isolate: bool = True,
+    concurrent: bool = False,
 ) -> Shell:
     """A capability with one tool, ``run_shell(command, dir?)``.
 
@@ -271,8 +274,11 @@ def shell(
         shell(deny=[(r"\\bgit push\\b", "pushing is for humans")])
         shell(isolate=False)                           # no namespaces: ps and kill see the machine
 
-    The refusals are a seatbelt against accidents, not a sandbox: see the module docstring.
-    ``shell(...).refusal(command)`` says whether a command would be refused, and why.
+    Commands of one step run one after another, in the model's order (``mkdir d`` then
+    ``ls d``; and any command may write); ``concurrent=True`` lets them run side by side, for a
+    shell whose ``allow`` list only reads. The refusals are a seatbelt against accidents, not a
+    sandbox: see the module docstring. ``shell(...).refusal(command)`` says whether a command
+    would be refused, and why.
     """
     return Shell(
         root=None if root is None else os.fspath(root),
@@ -283,4 +289,5 @@ def shell(
         deny_defaults=deny_defaults,
         allow=allow,
         isolate=isolate,
+        concurrent=concurrent,
     )

@@ -26,6 +26,10 @@ from ..transcript_html import (_BOX, _DETAILS, _ERROR, _MUTED, _PRE, _PROSE, _SU
 
 __all__ = ["result_html", "session_html", "batch_text", "batch_html", "answer_bundle", "tool_block", "css_id",
            "LiveView", "PromptSlot", "RESULT_PREVIEW_CHARS"]
+# The live view redraws a streamed answer at most every len(answer) * this many seconds: about
+# 100 KB of text a second for the frontend to lay out, so a long answer cannot swamp it (every
+# 0.1 s up to 10 KB, every 0.5 s at 50 KB).
+SECONDS_PER_CHAR = 1e-5
 
 
 def batch_text(results: Any) -> str:
@@ -114,7 +118,8 @@ class PromptSlot:
 class LiveView:
     """The ``on_event`` listener that draws a running turn in the cell, through three display
     handles updated in place: activity (tool calls, retries, approvals), the answer (streamed,
-    Markdown at the end) and the usage line. Updates are throttled to one per ``interval`` s.
+    Markdown at the end) and the usage line. Updates are throttled to one per ``interval`` s,
+    and further apart as a streamed answer grows: the frontend redraws it whole each time.
     With ``prompts``, a :class:`PromptSlot` for approval prompts sits between activity and answer."""
 
     def __init__(self, *, prices: Mapping[str, float] | None = None, interval: float = 0.1,
@@ -203,12 +208,14 @@ class LiveView:
         if self.thinking:
             self.items.append({"kind": "thinking", "text": self.thinking})
             self.thinking = ""
+        self.status = None
         if _has_tool_use(message):
             if self.current.strip():
                 self.items.append({"kind": "text", "text": self.current})
             self.current = ""
-        self.status = None
-        self._touch("answer", "activity")
+            self._touch("answer", "activity")
+        else:  # the final answer: finish() shows it as Markdown next, so its HTML is not sent again
+            self._touch("activity")
 
     # rendering
     def activity_html(self) -> str:
@@ -249,7 +256,7 @@ class LiveView:
 
     def _touch(self, *names: str) -> None:
         self._dirty.update(names)
-        wait = self.interval - (time.monotonic() - self._last)
+        wait = max(self.interval, len(self.current) * SECONDS_PER_CHAR) - (time.monotonic() - self._last)
         if wait <= 0:
             self.flush()
             return
@@ -283,6 +290,7 @@ class LiveView:
                 item.status = unfinished
                 self.notes.pop(item.id, None)
         self._dirty.add("activity")
+        self._dirty.discard("answer")  # finish() replaces it: a long answer is not rendered twice
         self.flush()
 
     def finish(self, result: Any, *, answer: dict | None = None) -> None:
@@ -304,6 +312,8 @@ class LiveView:
         """End the view without an answer: tool calls still going marked ``unfinished``, and
         ``message`` as the last line when given (a cell that raises says it once, in its error)."""
         self._settle(unfinished)
+        if self.current:  # what was streamed before the end stays readable
+            self._update("answer", self._bundle("answer"))
         if message:
             self._update("footer", {"text/html": f'<div class="bettong-error" style="{_MUTED};color:{_ERROR};'
                                                  f'opacity:1">{_esc(message)}</div>', "text/plain": message})

@@ -46,14 +46,8 @@ from typing import Any, AsyncIterator, Callable, Iterable, Mapping
 
 from .. import events
 from ..http import RETRY_STATUSES, Transport
-from ..provider import (
-    ProviderError,
-    Request,
-    Response,
-    decode_arguments,
-    malformed,
-    reading,
-)
+from ..json_body import Encoded, Reuse, array, body as json_body, encode
+from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 from ..secrets import url_without_credentials
 from ..usage import Usage
 
@@ -132,34 +126,56 @@ def _paired(turns: list[tuple[str, list[dict]]]) -> list[tuple[str, list[dict]]]
     return out
 
 
-def _encode_messages(messages: Iterable[Mapping[str, Any]], provider: str) -> list[dict]:
+def _tools(tools: list[dict]) -> list[dict]:
+    return [{"name": t["name"], **({"description": t["description"]} if t.get("description") else {}),
+             "input_schema": t.get("parameters") or {"type": "object", "properties": {}}} for t in tools]
+
+
+def _blocks(message: Mapping[str, Any], provider: str) -> list[dict]:
+    role, content = message["role"], message["content"]
+    if role not in ("user", "assistant"):
+        raise ProviderError(f"{provider} messages are user or assistant turns, not {role!r}", provider=provider)
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return [b for b in (_encode_block(block, provider) for block in content) if b is not None]
+
+
+def _encode_messages(messages: Iterable[Mapping[str, Any]], provider: str, reuse: Reuse | None = None) -> Any:
+    """The wire messages; with ``reuse``, their JSON (each block's reused from the previous request)."""
+    texts: dict[int, str] = {}  # id of an encoded block -> its JSON, with reuse
+
+    def blocks(message: Mapping[str, Any]) -> list[dict]:
+        if reuse is None:
+            return _blocks(message, provider)
+        pairs = reuse.json(message, lambda: [(b, encode(b)) for b in _blocks(message, provider)])
+        texts.update((id(b), text) for b, text in pairs)
+        return [b for b, _ in pairs]
+
     turns: list[tuple[str, list[dict]]] = []
     for message in messages:
-        role, content = message["role"], message["content"]
-        if role not in ("user", "assistant"):
-            raise ProviderError(f"{provider} messages are user or assistant turns, not {role!r}", provider=provider)
-        if isinstance(content, str):
-            blocks = [{"type": "text", "text": content}] if content else []
-        else:
-            blocks = [b for b in (_encode_block(block, provider) for block in content) if b is not None]
+        role, found = message["role"], blocks(message)
         if turns and turns[-1][0] == role:
-            turns[-1][1].extend(blocks)
+            turns[-1][1].extend(found)
         else:
-            turns.append((role, blocks))
+            turns.append((role, list(found)))
     out: list[dict] = []
-    for role, blocks in _paired(turns):
-        if not blocks:
+    for role, found in _paired(turns):
+        if not found:
             continue
         if out and out[-1]["role"] == role:  # an empty turn between two of one role was skipped
-            out[-1]["content"].extend(blocks)
+            out[-1]["content"].extend(found)
         else:
-            out.append({"role": role, "content": blocks})
+            out.append({"role": role, "content": found})
     for message in out:
         # A plain user prompt goes as the string it was, as the API documents it.
-        blocks = message["content"]
-        if message["role"] == "user" and len(blocks) == 1 and blocks[0].keys() == {"type", "text"}:
-            message["content"] = blocks[0]["text"]
-    return out
+        found = message["content"]
+        if message["role"] == "user" and len(found) == 1 and found[0].keys() == {"type", "text"}:
+            message["content"] = found[0]["text"]
+    if reuse is None:
+        return out
+    return array(f'{{"role": {encode(m["role"])}, "content": '
+                 + (encode(m["content"]) if isinstance(m["content"], str)
+                    else "[" + ", ".join(texts[id(b)] for b in m["content"]) + "]") + "}" for m in out)
 
 
 _UNSUPPORTED_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
@@ -192,20 +208,21 @@ def output_schema(schema: Any) -> Any:
 
 
 def encode_request(request: Request, *, default_model: str, stream: bool = False, effort: str | None = None,
-                   thinking_display: str | None = None, provider: str = "anthropic") -> dict:
+                   thinking_display: str | None = None, provider: str = "anthropic", reuse: Reuse | None = None) -> dict:
+    """The request body. With ``reuse`` (the provider's, see :mod:`bettong_nb.json_body`) its
+    messages and tools are JSON already, reused from the previous request where unchanged."""
     body: dict[str, Any] = {
         "model": request.model or default_model,
         "max_tokens": request.max_tokens or (64000 if stream else 16000),
-        "messages": _encode_messages(request.messages, provider),
+        "messages": _encode_messages(request.messages, provider, reuse),
     }
     system = [{"type": "text", "text": b.text, **({"cache_control": {"type": "ephemeral"}} if b.cache else {})}
               for b in request.system if b.text]
     if system:
         body["system"] = system
     if request.tools:
-        body["tools"] = [{"name": t["name"], **({"description": t["description"]} if t.get("description") else {}),
-                          "input_schema": t.get("parameters") or {"type": "object", "properties": {}}}
-                         for t in request.tools]
+        body["tools"] = _tools(request.tools) if reuse is None else reuse.json(
+            request.tools, lambda: Encoded(encode(_tools(request.tools))))
         if request.tool_choice:
             body["tool_choice"] = _CHOICES.get(request.tool_choice, {"type": "tool", "name": request.tool_choice})
     output_config: dict[str, Any] = {}
@@ -386,6 +403,7 @@ class AnthropicProvider:
         self.transport = Transport(name, self.base_url, headers=self._headers, timeout=timeout,
                                    max_retries=max_retries, secret=self._known_key, retry_statuses=_RETRY_STATUSES,
                                    error=ProviderError)
+        self._reuse = Reuse()  # the JSON of the previous request's messages and tools
 
     def _credential(self) -> tuple[str, str] | None:
         for kind, value in (("key", self._api_key), ("key", os.environ.get("ANTHROPIC_API_KEY")),
@@ -410,9 +428,11 @@ class AnthropicProvider:
         auth = {"x-api-key": value} if kind == "key" else {"authorization": f"Bearer {value}"}
         return {**auth, "anthropic-version": API_VERSION}
 
-    def _payload(self, request: Request, stream: bool) -> dict:
-        return encode_request(request, default_model=self.model, stream=stream, effort=self.effort,
-                              thinking_display=self.thinking_display, provider=self.name)
+    def _payload(self, request: Request, stream: bool) -> bytes:
+        self._reuse.next_request()
+        return json_body(encode_request(request, default_model=self.model, stream=stream, effort=self.effort,
+                                        thinking_display=self.thinking_display, provider=self.name,
+                                        reuse=self._reuse))
 
     async def complete(self, request: Request) -> Response:
         body = await self.transport.post_json("/v1/messages", self._payload(request, False))

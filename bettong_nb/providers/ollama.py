@@ -38,14 +38,8 @@ from typing import Any, AsyncIterator, Callable, Mapping
 
 from .. import events
 from ..http import Transport
-from ..provider import (
-    ProviderError,
-    Request,
-    Response,
-    decode_arguments,
-    malformed,
-    reading,
-)
+from ..json_body import Encoded, Reuse, array, body as json_body, encode
+from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 from ..secrets import url_without_credentials
 from ..usage import Usage
 
@@ -81,41 +75,60 @@ def _with_images(message: dict, images: list[dict] | None) -> dict:
     return {**message, "images": [image["data"] for image in images]} if images else message
 
 
+def _tools(tools: list[dict]) -> list[dict]:
+    return [{"type": "function", "function": t} for t in tools]
+
+
+def _note_calls(message: Mapping[str, Any], names: dict[str, str]) -> None:
+    """Remember the tool names of an assistant message's calls, for the tool_name of their results."""
+    if message["role"] == "assistant" and not isinstance(message["content"], str):
+        names.update((b["id"], b["name"]) for b in message["content"] if b["type"] == "tool_use")
+
+
+def _encode_message(message: Mapping[str, Any], names: dict[str, str]) -> list[dict]:
+    """One message as wire messages; ``names`` (tool_use id -> tool name) holds the calls so far."""
+    role, content = message["role"], message["content"]
+    if isinstance(content, str):
+        return [{"role": role, "content": content}]
+    if role == "assistant":
+        wire: dict[str, Any] = {"role": "assistant",
+                                "content": "".join(b.get("text", "") for b in content if b["type"] == "text")}
+        thinking = "".join(b.get("text", "") for b in content if b["type"] == "thinking")
+        if thinking:
+            wire["thinking"] = thinking
+        calls = [b for b in content if b["type"] == "tool_use"]
+        if calls:
+            _note_calls(message, names)
+            # Arguments that were not a JSON object (the model was told) cannot go back as one.
+            wire["tool_calls"] = [{"function": {"name": b["name"], "arguments": b["input"]
+                                                if isinstance(b.get("input"), dict) else {}}} for b in calls]
+        return [wire]
+    out = [_with_images({"role": "tool", "tool_name": names.get(b["tool_use_id"], ""), "content": b["content"]},
+                        b.get("images")) for b in content if b["type"] == "tool_result"]
+    texts = [b["text"] for b in content if b["type"] == "text"]
+    pictures = [b for b in content if b["type"] == "image"]
+    if texts or pictures:
+        out.append(_with_images({"role": role, "content": "\n".join(texts)}, pictures))
+    return out
+
+
 def encode_request(request: Request, *, model: str, stream: bool, num_ctx: int | None = None,
-                   keep_alive: str | int | None = None, think: bool | str | None = None) -> dict:
-    messages: list[dict] = []
-    if request.system:
-        messages.append({"role": "system", "content": "\n\n".join(b.text for b in request.system)})
+                   keep_alive: str | int | None = None, think: bool | str | None = None,
+                   reuse: Reuse | None = None) -> dict:
+    """The request body. With ``reuse`` (the provider's, see :mod:`bettong_nb.json_body`) its
+    messages and tools are JSON already, reused from the previous request where unchanged."""
+    system = ({"role": "system", "content": "\n\n".join(b.text for b in request.system)},) if request.system else ()
     names: dict[str, str] = {}  # tool_use id -> tool name, for the tool_name of its result
-    for message in request.messages:
-        role, content = message["role"], message["content"]
-        if isinstance(content, str):
-            messages.append({"role": role, "content": content})
-        elif role == "assistant":
-            wire: dict[str, Any] = {"role": "assistant",
-                                    "content": "".join(b.get("text", "") for b in content if b["type"] == "text")}
-            thinking = "".join(b.get("text", "") for b in content if b["type"] == "thinking")
-            if thinking:
-                wire["thinking"] = thinking
-            calls = [b for b in content if b["type"] == "tool_use"]
-            if calls:
-                names.update((b["id"], b["name"]) for b in calls)
-                # Arguments that were not a JSON object (the model was told) cannot go back as one.
-                wire["tool_calls"] = [{"function": {"name": b["name"], "arguments": b["input"]
-                                                    if isinstance(b.get("input"), dict) else {}}} for b in calls]
-            messages.append(wire)
-        else:
-            for b in content:
-                if b["type"] == "tool_result":
-                    messages.append(_with_images({"role": "tool", "tool_name": names.get(b["tool_use_id"], ""),
-                                                  "content": b["content"]}, b.get("images")))
-            texts = [b["text"] for b in content if b["type"] == "text"]
-            pictures = [b for b in content if b["type"] == "image"]
-            if texts or pictures:
-                messages.append(_with_images({"role": role, "content": "\n".join(texts)}, pictures))
+    if reuse is None:
+        messages: Any = [*system, *(w for m in request.messages for w in _encode_message(m, names))]
+    else:
+        messages = array([*map(encode, system), reuse.joined(
+            request.messages, lambda m: ", ".join(map(encode, _encode_message(m, names))),
+            reused=lambda m: _note_calls(m, names))])
     body: dict[str, Any] = {"model": model, "messages": messages, "stream": stream}
     if request.tools and request.tool_choice != "none":
-        body["tools"] = [{"type": "function", "function": t} for t in request.tools]
+        body["tools"] = _tools(request.tools) if reuse is None else reuse.json(
+            request.tools, lambda: Encoded(encode(_tools(request.tools))))
     options: dict[str, Any] = {}
     if request.num_ctx or num_ctx:
         options["num_ctx"] = request.num_ctx or num_ctx
@@ -204,17 +217,19 @@ class OllamaProvider:
         self.think = think
         self.base_url = host_url(base_url or os.environ.get("OLLAMA_HOST"))
         self.transport = Transport(name, self.base_url, timeout=timeout, max_retries=max_retries, error=ProviderError)
+        self._reuse = Reuse()  # the JSON of the previous request's messages and tools
 
     def secret_values(self) -> list[str]:
         return []
 
-    def _payload(self, request: Request, stream: bool) -> dict:
+    def _payload(self, request: Request, stream: bool) -> bytes:
         model = request.model or self.model
         if not model:
             raise ProviderError("Ollama needs a model name: bettong_nb.ollama(model='qwen3:8b') "
                                 "(`ollama list` shows the ones you have)", provider=self.name)
-        return encode_request(request, model=model, stream=stream, num_ctx=self.num_ctx,
-                              keep_alive=self.keep_alive, think=self.think)
+        self._reuse.next_request()
+        return json_body(encode_request(request, model=model, stream=stream, num_ctx=self.num_ctx,
+                                        keep_alive=self.keep_alive, think=self.think, reuse=self._reuse))
 
     async def complete(self, request: Request) -> Response:
         body = await self.transport.post_json("/api/chat", self._payload(request, False))

@@ -26,6 +26,7 @@ from typing import Any, AsyncIterator, Callable, Mapping
 
 from .. import events
 from ..http import Transport
+from ..json_body import Encoded, Reuse, array, body as json_body, encode
 from ..options import Options
 from ..provider import (
     ProviderError,
@@ -49,6 +50,10 @@ _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": 
 
 def _arguments_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value if value is not None else {}, ensure_ascii=False)
+
+
+def _tools(tools: list[dict]) -> list[dict]:
+    return [{"type": "function", "function": t} for t in tools]
 
 
 def _encode_message(message: Mapping[str, Any]) -> list[dict]:
@@ -90,18 +95,22 @@ def _image_part(block: Mapping[str, Any]) -> dict:
 
 
 def encode_request(request: Request, *, default_model: str | None, stream: bool = False,
-                   structured_output: str = "json_schema") -> dict:
-    messages: list[dict] = []
-    system = [b.text for b in request.system]
+                   structured_output: str = "json_schema", reuse: Reuse | None = None) -> dict:
+    """The request body. With ``reuse`` (the provider's, see :mod:`bettong_nb.json_body`) its
+    messages and tools are JSON already, reused from the previous request where unchanged."""
+    system_text = [b.text for b in request.system]
     if request.format is not None and structured_output == "json_object":
-        system.append(SCHEMA_INSTRUCTIONS + json.dumps(request.format, ensure_ascii=False))
-    if system:
-        messages.append({"role": "system", "content": "\n\n".join(system)})
-    for message in request.messages:
-        messages.extend(_encode_message(message))
+        system_text.append(SCHEMA_INSTRUCTIONS + json.dumps(request.format, ensure_ascii=False))
+    system = ({"role": "system", "content": "\n\n".join(system_text)},) if system_text else ()
+    if reuse is None:
+        messages: Any = [*system, *(w for m in request.messages for w in _encode_message(m))]
+    else:
+        messages = array([*map(encode, system),
+                          reuse.joined(request.messages, lambda m: ", ".join(map(encode, _encode_message(m))))])
     body: dict[str, Any] = {"model": request.model or default_model, "messages": messages}
     if request.tools:
-        body["tools"] = [{"type": "function", "function": t} for t in request.tools]
+        body["tools"] = _tools(request.tools) if reuse is None else reuse.json(
+            request.tools, lambda: Encoded(encode(_tools(request.tools))))
         choice = request.tool_choice or "auto"
         body["tool_choice"] = (choice if choice in ("auto", "none", "required")
                                else {"type": "function", "function": {"name": choice}})
@@ -240,6 +249,7 @@ class OpenAIProvider:
         self._key_env = key_env
         self.transport = Transport(name, base_url, headers=self._headers, timeout=timeout,
                                    max_retries=max_retries, secret=self._known_key, error=ProviderError)
+        self._reuse = Reuse()  # the JSON of the previous request's messages and tools
 
     def _known_key(self) -> str | None:
         if self._api_key is not None:
@@ -259,9 +269,10 @@ class OpenAIProvider:
                                 provider=self.name)
         return {"authorization": f"Bearer {key}"} if key else {}
 
-    def _payload(self, request: Request, stream: bool) -> dict:
-        return encode_request(request, default_model=self.model, stream=stream,
-                              structured_output=self.structured_output)
+    def _payload(self, request: Request, stream: bool) -> bytes:
+        self._reuse.next_request()
+        return json_body(encode_request(request, default_model=self.model, stream=stream,
+                                        structured_output=self.structured_output, reuse=self._reuse))
 
     async def complete(self, request: Request) -> Response:
         body = await self.transport.post_json("/chat/completions", self._payload(request, False))

@@ -275,3 +275,20 @@ def assert_well_formed(wire_name: str, body: dict) -> None:
         if m["role"] == "tool":
             before = next(p for p in reversed(messages[:i]) if p["role"] != "tool")
             assert before["role"] == "assistant" and before.get("tool_calls"), f"message {i}: a result without a call"
+
+
+def calls_body(w: Wire, cities: list[str]) -> dict:
+    """The wire's recorded tool call, asking get_weather for each of ``cities`` in one step."""
+    import copy
+
+    if w.name == "openai":
+        from .servers import chat_message, tool_call
+
+        return chat_message(tool_calls=[tool_call("get_weather", {"city": c}, f"call_{i}") for i, c in enumerate(cities)])
+    body = copy.deepcopy(w.body(w.tool_case))
+    if w.name == "anthropic":
+        use = body["content"][-1]
+        body["content"][-1:] = [{**use, "id": f"toolu_{i}", "input": {"city": c}} for i, c in enumerate(cities)]
+    else:
+        body["message"]["tool_calls"] = [{"function": {"name": "get_weather", "arguments": {"city": c}}} for c in cities]
+    return body
