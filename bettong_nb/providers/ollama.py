@@ -39,6 +39,7 @@ from typing import Any, AsyncIterator, Callable, Mapping
 from .. import events
 from ..usage import Usage
 from ..http import Transport
+from ..portable import rebuild
 from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 
 __all__ = ["OllamaProvider", "DEFAULT_HOST", "host_url", "encode_request", "decode_response"]
@@ -196,6 +197,16 @@ class OllamaProvider:
         self.think = think
         self.base_url = host_url(base_url or os.environ.get("OLLAMA_HOST"))
         self.transport = Transport(name, self.base_url, timeout=timeout, max_retries=max_retries, error=ProviderError)
+        self._settings = {"base_url": self.base_url, "timeout": timeout, "max_retries": max_retries, "model": model,
+                          "num_ctx": num_ctx, "keep_alive": keep_alive, "think": think, "name": name}
+
+    @classmethod
+    def from_options(cls, options: Any) -> "OllamaProvider":
+        """The provider an agent's options describe (``bettong_nb.ollama()``'s factory)."""
+        return cls(base_url=options.base_url, timeout=options.timeout, max_retries=options.max_retries)
+
+    def __reduce__(self) -> tuple:
+        return rebuild, (type(self), self._settings)
 
     def secret_values(self) -> list[str]:
         return []

@@ -22,6 +22,7 @@ from .. import events
 from ..usage import Usage, from_openai
 from ..http import Transport
 from ..options import Options
+from ..portable import rebuild
 from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 
 __all__ = ["OpenAIProvider", "Service", "encode_request", "decode_response", "DEEPSEEK", "OPENAI"]
@@ -202,12 +203,15 @@ class OpenAIProvider:
     """A provider speaking the OpenAI chat-completions wire format.
 
     The key is read when the first request is made (``api_key``, else the environment
-    variable ``key_env``) and never appears in repr, errors or logs.
+    variable ``key_env``) and never appears in repr, errors, logs or a pickle (a pickled provider
+    reads ``key_env`` where it is unpickled, see :mod:`bettong_nb.portable`).
     """
 
     def __init__(self, *, base_url: str, api_key: str | None = None, key_env: str | None = "OPENAI_API_KEY",
                  model: str | None = None, name: str = "openai", timeout: Any = None, max_retries: int = 2,
                  label: str = "OpenAI"):
+        self._settings = {"base_url": base_url, "key_env": key_env, "model": model, "name": name,
+                          "timeout": timeout, "max_retries": max_retries, "label": label}
         self.name = name
         self.label = label
         self.model = model
@@ -216,6 +220,9 @@ class OpenAIProvider:
         self._key_env = key_env
         self.transport = Transport(name, base_url, headers=self._headers, timeout=timeout,
                                    max_retries=max_retries, secret=self._known_key, error=ProviderError)
+
+    def __reduce__(self) -> tuple:
+        return rebuild, (type(self), self._settings)
 
     def _known_key(self) -> str | None:
         if self._api_key is not None:
