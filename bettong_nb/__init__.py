@@ -38,7 +38,7 @@ __all__ = [
     "Agent", "ModelAgent", "Session", "RunResult", "ToolCall", "ApprovalRequest", "Allow", "Deny", "Usage",
     "Capability", "Tool", "ToolOutput", "tool", "Image", "Provider", "ProviderError", "Request", "Response",
     "agent", "deepseek", "openai", "anthropic", "ollama", "offline", "approve_all", "ask_in_terminal",
-    "capability", "capabilities", "events", "secrets", "usage", "providers", "edn",
+    "capability", "capabilities", "events", "secrets", "usage", "providers", "edn", "batch_usage",
     "load_ipython_extension", "unload_ipython_extension",
 ]
 
@@ -48,6 +48,8 @@ def __getattr__(name: str):
 
     if name in ("capabilities", "providers", "edn", "notebook"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "batch_usage":  # a batch's usage frame, a Dask one's included (dask loads only then)
+        return importlib.import_module(f"{__name__}.distributed").batch_usage
     raise AttributeError(f"module 'bettong_nb' has no attribute {name!r}")
 
 
