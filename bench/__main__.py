@@ -22,6 +22,7 @@ SUITES = {
     "bench.bench_redact": ({"repeat": 30}, {"repeat": 10}),
     "bench.bench_shell": ({"repeat": 50}, {"repeat": 15}),
     "bench.bench_stream": ({"repeat": 200}, {"repeat": 50}),
+    "bench.bench_dask": ({"repeat": 3}, {"repeat": 1}),
 }
 
 

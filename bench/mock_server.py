@@ -3,7 +3,8 @@
     python -m bench.mock_server --port 0 --latency 0.1     # prints "PORT <n>" when ready
 
 Answers a tool call (``run_probe``) when the request's last message is not a tool result, and a
-final answer otherwise; so one agent run is exactly 2 model calls + 1 tool. Keep-alive HTTP/1.1
+final answer otherwise; so one agent run is exactly 2 model calls + 1 tool. A request that
+offers no tools gets the final answer at once (one call per run). Keep-alive HTTP/1.1
 on asyncio streams, so the server's own cost per request stays far below the client's.
 """
 
@@ -46,7 +47,8 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lat
                 await asyncio.sleep(latency)
             # the last message decides: a tool result asks for the answer
             role = body[body.rfind(b'"role"') + 6:].lstrip(b": ")
-            writer.write(_reply(ANSWER if role.startswith(b'"tool"') else TOOL_CALL))
+            answer = role.startswith(b'"tool"') or b'"tools"' not in body
+            writer.write(_reply(ANSWER if answer else TOOL_CALL))
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
