@@ -39,7 +39,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import string
 import threading
 import time
 import uuid
@@ -106,12 +105,7 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
     from distributed import Semaphore, Variable
 
     client = _client()
-    fields = {name for _, name, _, _ in string.Formatter().parse(prompt) if name is not None}
-    missing = sorted(fields - set(map(str, frame.columns)))
-    if missing:
-        raise KeyError(f"the prompt template names {', '.join('{' + m + '}' for m in missing)}, which "
-                       f"{'is not a column' if len(missing) == 1 else 'are not columns'} "
-                       f"(columns: {', '.join(map(str, frame.columns))})")
+    _Template().vformat(prompt, (), {column: "" for column in frame.columns})  # a missing column fails here
     for name in (output, "error"):
         if name in frame.columns:
             raise ValueError(f"the frame already has a column {name!r}, which map_frame fills: rename it")
@@ -119,9 +113,12 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
         if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
     provider, options = agent.resolve(overrides)  # unknown options fail here, before any task runs
-    prices = options.prices
+    if getattr(options, "output_type", None) is not None:
+        # The seam for typed columns: _Rows would record the answer's fields and _filled make a
+        # column of each (batch's typed filler); until then a Dask frame gets text answers only.
+        raise NotImplementedError("output_type is not supported on a Dask frame yet")
     if token_budget is not None or cost_budget is not None:
-        budget.Budget("batch", token_budget, cost_budget, prices)  # cost without prices fails here
+        budget.Budget("batch", token_budget, cost_budget, options.prices)  # cost without prices fails here
     try:
         pickled = cloudpickle.dumps(agent)
     except Exception as exc:
@@ -131,9 +128,11 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
     Variable(f"{batch}-state", client).set({"spent": [0] * len(_USAGE_FIELDS), "paused_until": 0.0})
     if max_concurrency is not None:
         Semaphore(max_leases=max_concurrency, name=f"{batch}-slots").register()
-    plan = _Plan(batch, frame.npartitions, pickled, prompt, output, concurrency or max_concurrency or 8, dict(overrides),
-                 getattr(getattr(provider, "transport", None), "service", None), max_concurrency,
-                 token_budget, cost_budget, prices, None if resume is None else os.path.abspath(os.fspath(resume)))
+    plan = _Plan(batch=batch, partitions=frame.npartitions, agent=pickled, prompt=prompt, output=output,
+                 concurrency=concurrency or max_concurrency or 8, overrides=dict(overrides),
+                 service=getattr(getattr(provider, "transport", None), "service", None), slots=max_concurrency,
+                 token_budget=token_budget, cost_budget=cost_budget, prices=options.prices,
+                 resume=None if resume is None else os.path.abspath(os.fspath(resume)))
     if plan.resume is not None:
         os.makedirs(plan.resume, exist_ok=True)
     meta = _filled(frame._meta, [], batch, frame.npartitions, output)
@@ -214,6 +213,7 @@ class _Shared:
         self._pending = ZERO  # spent here, not yet added there
         self._pause_wanted = 0.0
         self._guard = threading.Lock()
+        self._one_sync = asyncio.Lock()  # the periodic sync and a partition's last one do not overlap
         self._wake: asyncio.Event | None = None
 
     @classmethod
@@ -290,6 +290,10 @@ class _Shared:
                 await self._sync()
 
     async def _sync(self) -> None:
+        async with self._one_sync:
+            await self._sync_now()
+
+    async def _sync_now(self) -> None:
         with self._guard:
             pending, self._pending = self._pending, ZERO
             pause = self._pause_wanted

@@ -11,15 +11,14 @@ import signal
 import threading
 import time
 
+import dask
+import dask.dataframe as dd
+import pandas as pd
 import pytest
+from distributed import Client, LocalCluster
 
-dask = pytest.importorskip("dask")  # the dask extra; CI installs it with the test extra
-import dask.dataframe as dd  # noqa: E402
-import pandas as pd  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
-
-import bettong_nb  # noqa: E402
-from support.servers import LoopbackServer, Reply, chat_message  # noqa: E402
+import bettong_nb
+from support.servers import LoopbackServer, Reply, chat_message
 
 LIMIT = 16  # max_concurrency across the cluster
 TOKENS_PER_REQUEST = 12  # chat_message's usage: 10 in, 2 out
