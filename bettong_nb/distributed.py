@@ -56,6 +56,7 @@ RETURN_EVERY = 8  # a worker hands a finished request's slot on locally, but eve
 LINGER_S = 0.01  # a slot nobody here waits for is kept this long for the next request, then returned
 BATCH_ATTR = "bettong_batch"  # the frame's attrs key naming its batch (kept through compute)
 _USAGE_FIELDS = tuple(f.name for f in dataclasses.fields(Usage))
+_RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(RequestRecord) if f.name != "usage")
 
 
 # --- on the client --------------------------------------------------------------------------
@@ -77,6 +78,7 @@ class _Plan:
     cost_budget: float | None
     prices: Mapping[str, float] | None
     resume: str | None
+    output_type: Any = None  # the answer's type: one typed column per field (bettong_nb.structured)
 
     def __dask_tokenize__(self) -> str:
         return self.batch
@@ -113,10 +115,10 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
         if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
     provider, options = agent.resolve(overrides)  # unknown options fail here, before any task runs
-    if getattr(options, "output_type", None) is not None:
-        # The seam for typed columns: _Rows would record the answer's fields and _filled make a
-        # column of each (batch's typed filler); until then a Dask frame gets text answers only.
-        raise NotImplementedError("output_type is not supported on a Dask frame yet")
+    output_type = getattr(options, "output_type", None)
+    columns = _columns(output_type)  # an unsupported type fails here
+    if "error" in (name for name, _ in columns):
+        raise ValueError("map_frame puts each row's error in an `error` column: rename the output type's `error` field")
     if token_budget is not None or cost_budget is not None:
         budget.Budget("batch", token_budget, cost_budget, options.prices)  # cost without prices fails here
     try:
@@ -132,21 +134,46 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
                  concurrency=concurrency or max_concurrency or 8, overrides=dict(overrides),
                  service=getattr(getattr(provider, "transport", None), "service", None), slots=max_concurrency,
                  token_budget=token_budget, cost_budget=cost_budget, prices=options.prices,
-                 resume=None if resume is None else os.path.abspath(os.fspath(resume)))
+                 resume=None if resume is None else os.path.abspath(os.fspath(resume)), output_type=output_type)
     if plan.resume is not None:
         os.makedirs(plan.resume, exist_ok=True)
-    meta = _filled(frame._meta, [], batch, frame.npartitions, output)
+    meta = _filled(frame._meta, [], plan)
     return frame.map_partitions(_run_partition, plan, meta=meta)
 
 
-def _filled(part: Any, rows: list[dict], batch: str, partitions: int, output: str):
-    """``part`` with the answer column and ``error`` from the rows' records, in order."""
+def _column(values: list, schema: Mapping[str, Any], index: Any):
+    """A column of answers: a string column for text, batch's own dtypes for a typed field."""
+    if schema == {"type": "string"}:
+        import pandas as pd
+
+        return pd.Series(values, index=index, dtype="string")
+    from .batch import _column as typed  # where output_type is supported (bettong_nb.structured)
+
+    return typed(values, schema, index)
+
+
+def _shape(output_type: Any) -> Any:
+    from .structured import Shape
+
+    return Shape.of(output_type)
+
+
+def _columns(output_type: Any) -> list[tuple[str | None, dict]]:
+    """The answer's columns as (field name, its JSON schema); None names column ``output``."""
+    return [(None, {"type": "string"})] if output_type is None else _shape(output_type).columns()
+
+
+def _filled(part: Any, rows: list[dict], plan: _Plan):
+    """``part`` with the answer's column(s) and ``error`` from the rows' records, in order: a
+    text answer as a string column, a typed one a column per field (batch's own dtypes)."""
     import pandas as pd
 
     out = part.copy()
-    out[output] = pd.Series([row["output"] for row in rows], index=part.index, dtype="string")
+    for name, schema in _columns(plan.output_type):
+        values = [(row["cells"] or {}).get(name or "") for row in rows]
+        out[plan.output if name is None else name] = _column(values, schema, part.index)
     out["error"] = pd.Series([row["error"] for row in rows], index=part.index, dtype="string")
-    out.attrs[BATCH_ATTR] = {"id": batch, "partitions": partitions}
+    out.attrs[BATCH_ATTR] = {"id": plan.batch, "partitions": plan.partitions}
     return out
 
 
@@ -175,8 +202,8 @@ def batch_usage(frame: Any, prices: Mapping[str, float] | None = None):
             continue  # this partition was not computed (yet)
     if not computed:
         raise ValueError("this batch has not been computed yet: compute (or persist) the frame first")
-    requests = [RequestRecord(r["turn"], r["step"], r["model"], r["latency_s"],
-                              Usage(*(r[name] for name in _USAGE_FIELDS)), r["images"]) for r in records]
+    requests = [RequestRecord(**{name: r[name] for name in _RECORD_FIELDS},
+                              usage=Usage(*(r[name] for name in _USAGE_FIELDS))) for r in records]
     table = usage_frame(requests, prices)
     for position, name in enumerate(("partition", "item", "worker", "resumed")):
         table.insert(position, name, [r[name] for r in records])
@@ -446,7 +473,7 @@ class _Done:
         return found
 
     def write(self, row: dict) -> None:
-        line = (json.dumps(row, ensure_ascii=False) + "\n").encode()
+        line = (json.dumps(row, ensure_ascii=False, default=str) + "\n").encode()
         descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(descriptor, line)  # one append per row: a kill cuts at most the last line
@@ -468,15 +495,22 @@ class _Row(str):
 
 
 class _Rows:
-    """The agent as amap sees it: each answer is recorded (and written for resuming) as it comes."""
+    """The agent as amap sees it: each answer is recorded (and written for resuming) as it comes,
+    its cells keyed by field name ("" for the text answer or a non-object value)."""
 
-    def __init__(self, agent: Any, worker: str, done: _Done | None):
+    def __init__(self, agent: Any, worker: str, done: _Done | None, output_type: Any):
         self.agent, self.worker, self.done = agent, worker, done
+        self.shape = None if output_type is None else _shape(output_type)
         self.rows: dict[int, dict] = {}
+
+    def cells(self, result: Any) -> dict[str, Any] | None:
+        if self.shape is None:
+            return {"": result.output}
+        return {name or "": value for name, value in self.shape.row(result.data).items()} if result.done else None
 
     async def arun(self, prompt: _Row, **overrides: Any) -> Any:
         result = await self.agent.arun(str(prompt), **overrides)
-        row = {"item": prompt.item, "key": _key(prompt), "output": result.output,
+        row = {"item": prompt.item, "key": _key(prompt), "cells": self.cells(result),
                "error": None if result.done else (result.reason or result.stop_reason or "not done"),
                "worker": self.worker, "resumed": False, "requests": [_request(r) for r in result.requests]}
         self.rows[prompt.item] = row
@@ -486,8 +520,8 @@ class _Rows:
 
 
 def _request(record: RequestRecord) -> dict:
-    return {"turn": record.turn, "step": record.step, "model": record.model, "latency_s": record.latency_s,
-            "images": record.images, **dict(zip(_USAGE_FIELDS, _fields(record.usage)))}
+    return {**{name: getattr(record, name) for name in _RECORD_FIELDS},
+            **dict(zip(_USAGE_FIELDS, _fields(record.usage)))}
 
 
 def _run_partition(part: Any, plan: _Plan, partition_info: Mapping[str, Any] | None = None):
@@ -503,7 +537,7 @@ def _run_partition(part: Any, plan: _Plan, partition_info: Mapping[str, Any] | N
     rows = done.load(prompts) if done is not None else {}
     shared = _Shared.joining(plan)
     agent = pickle.loads(plan.agent)  # a fresh copy per partition: closed below, with its servers
-    runner = _Rows(agent, shared.worker, done)
+    runner = _Rows(agent, shared.worker, done, plan.output_type)
     todo = [_Row(text, item) for item, text in enumerate(prompts) if item not in rows]
     try:
         with http.gated(shared), budget.sharing(shared.budget):
@@ -513,10 +547,10 @@ def _run_partition(part: Any, plan: _Plan, partition_info: Mapping[str, Any] | N
         agent.close()
     for prompt, result in zip(todo, results):
         rows[prompt.item] = runner.rows.get(prompt.item) or {  # it failed before an answer came
-            "item": prompt.item, "output": None, "error": result.reason or "failed", "worker": shared.worker,
+            "item": prompt.item, "cells": None, "error": result.reason or "failed", "worker": shared.worker,
             "resumed": False, "requests": [_request(r) for r in result.requests]}
     ordered = [rows[item] for item in range(len(prompts))]
     usage = [{"partition": number, "item": row["item"], "worker": row["worker"], "resumed": row["resumed"], **request}
              for row in ordered for request in row["requests"]]
     Variable(f"{plan.batch}-usage-{number}", get_client()).set(usage)
-    return _filled(part, ordered, plan.batch, plan.partitions, plan.output)
+    return _filled(part, ordered, plan)
