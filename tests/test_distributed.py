@@ -157,3 +157,30 @@ def test_a_worker_killed_mid_run_loses_no_row_and_bills_none_twice_with_resume(c
     usage = bettong_nb.batch_usage(lazy)
     assert usage["resumed"].any(), "the retried partition took its finished rows from the resume files"
     assert len(usage) == 1600
+
+
+def test_a_typed_answer_gets_a_column_per_field_and_na_where_a_row_failed(cluster):
+    from dataclasses import dataclass
+    from typing import Literal
+
+    @dataclass
+    class Review:
+        sentiment: Literal["positive", "negative"]
+        stars: int
+
+    def handle(request):
+        prompt = request.json()["messages"][-1]["content"]
+        if prompt.endswith("row 7"):
+            return Reply.json({"error": {"message": "no"}}, status=400)
+        number = int(prompt.rsplit(" ", 1)[1])
+        answer = {"sentiment": "positive" if number % 2 else "negative", "stars": number % 5}
+        return Reply.json(chat_message(json.dumps(answer)))
+
+    with LoopbackServer(handle) as server:
+        lazy = agent_on(server).map_frame(frame(40, 4), prompt="Review {text}", output_type=Review)
+        out = lazy.compute()
+    assert out.dtypes.equals(lazy.dtypes)
+    assert str(out["stars"].dtype) == "Int64" and list(out["sentiment"].cat.categories) == ["positive", "negative"]
+    ok = out.drop(index=7)
+    assert list(ok["stars"]) == [i % 5 for i in range(40) if i != 7] and ok["error"].isna().all()
+    assert out.loc[7, ["sentiment", "stars"]].isna().all() and "HTTP 400" in out.loc[7, "error"]
