@@ -218,7 +218,13 @@ def unavailable() -> str | None:
 
 def run(tokens: int, rate: float, turns: int) -> dict:
     """``turns`` %%agent turns of ``tokens`` at ``rate``, measured in the browser (see the module doc)."""
-    from tests.support.browser import JupyterLab, chromium, open_notebook, run_cell, wait_idle
+    from tests.support.browser import (
+        JupyterLab,
+        chromium,
+        open_notebook,
+        run_cell,
+        wait_idle,
+    )
 
     server = subprocess.Popen([sys.executable, "-m", "bench.bench_browser", "--serve", str(tokens), str(rate)],
                               cwd=ROOT, stdout=subprocess.PIPE, text=True)

@@ -4,8 +4,9 @@
 
 Answers a tool call (``run_probe``; ``--calls N``: N calls in that one step) when the request's
 last message is not a tool result, and a final answer otherwise; so one agent run is exactly 2
-model calls + 1 tool (+ N). Keep-alive HTTP/1.1 on asyncio streams, so the server's own cost per
-request stays far below the client's.
+model calls + 1 tool (+ N). A request that offers no tools gets the final answer at once (one
+call per run). Keep-alive HTTP/1.1 on asyncio streams, so the server's own cost per request
+stays far below the client's.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lat
                 await asyncio.sleep(latency)
             # the last message decides: a tool result asks for the answer
             role = body[body.rfind(b'"role"') + 6:].lstrip(b": ")
-            writer.write(_reply(ANSWER if role.startswith(b'"tool"') else calls))
+            answer = role.startswith(b'"tool"') or b'"tools"' not in body
+            writer.write(_reply(ANSWER if answer else calls))
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass

@@ -30,7 +30,14 @@ from .agent import Agent, ModelAgent
 from .approvals import Allow, ApprovalRequest, Deny, approve_all, ask_in_terminal
 from .capability import Capability, Tool, ToolOutput, tool
 from .images import Image
-from .presets import agent, anthropic, deepseek, offline, ollama, openai  # after .agent: `agent` is this function
+from .presets import (  # after .agent: `agent` is this function
+    agent,
+    anthropic,
+    deepseek,
+    offline,
+    ollama,
+    openai,
+)
 from .provider import Provider, ProviderError, Request, Response
 from .results import RunResult, ToolCall
 from .saving import load_session
@@ -43,7 +50,7 @@ __all__ = [
     "Agent", "ModelAgent", "Session", "load_session", "RunResult", "ToolCall", "ApprovalRequest", "Allow", "Deny", "Usage",
     "Capability", "Tool", "ToolOutput", "tool", "Image", "Provider", "ProviderError", "Request", "Response",
     "agent", "deepseek", "openai", "anthropic", "ollama", "offline", "approve_all", "ask_in_terminal",
-    "capability", "capabilities", "events", "secrets", "usage", "providers", "edn",
+    "capability", "capabilities", "events", "secrets", "usage", "providers", "edn", "batch_usage",
     "load_ipython_extension", "unload_ipython_extension",
 ]
 
@@ -53,6 +60,8 @@ def __getattr__(name: str):
 
     if name in ("capabilities", "providers", "edn", "notebook"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "batch_usage":  # a batch's usage frame, a Dask one's included (dask loads only then)
+        return importlib.import_module(f"{__name__}.distributed").batch_usage
     raise AttributeError(f"module 'bettong_nb' has no attribute {name!r}")
 
 

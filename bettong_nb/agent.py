@@ -323,8 +323,21 @@ class ModelAgent:
             given = ", ".join(sorted(PROVIDER_OPTIONS & set(options)))
             raise TypeError(f"{given} configure the built-in provider; set them on the provider you pass instead")
         self._factory = provider_factory
-        self.provider = (as_provider(self.options.provider) if self.options.provider is not None
-                         else self._build_provider(self.options))
+        self.provider = self._own_provider()
+
+    def __getstate__(self) -> dict:
+        """Pickled (for a Dask worker) as its options and provider factory, never ``api_key``:
+        the provider is made again where it lands and reads its key from that environment."""
+        return {"options": replace(self.options, api_key=None), "factory": self._factory}
+
+    def __setstate__(self, state: dict) -> None:
+        self.options, self._factory = state["options"], state["factory"]
+        self.provider = self._own_provider()
+
+    def _own_provider(self) -> Provider:
+        if self.options.provider is not None:
+            return as_provider(self.options.provider)
+        return self._build_provider(self.options)
 
     def _build_provider(self, options: Options) -> Provider:
         if self._factory is None:

@@ -24,8 +24,18 @@ from . import usage
 from .images import MEDIA_TYPES
 from .saving import FORMAT, Saved, save, snapshot, write_text
 from .terminal import args_preview, call_line, duration_text, json_text
-from .transcript_html import (image_placeholder, is_prompt, recorded_call, result_html, safe_markdown, session_html,
-                              thinking_html, tool_block, tool_result_images, tool_results)
+from .transcript_html import (
+    image_placeholder,
+    is_prompt,
+    recorded_call,
+    result_html,
+    safe_markdown,
+    session_html,
+    thinking_html,
+    tool_block,
+    tool_result_images,
+    tool_results,
+)
 
 __all__ = ["export", "markdown", "html_page", "notebook", "FORMATS"]
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import json
 import random
@@ -26,14 +27,25 @@ import ssl
 import time
 import weakref
 from email.utils import parsedate_to_datetime
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, TypeVar
+from typing import (
+    Any,
+    AsyncContextManager,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    Protocol,
+    TypeVar,
+)
 
 import httpx
 
 from . import events, secrets
 from .errors import ServiceError
 
-__all__ = ["Transport", "RETRY_STATUSES", "MAX_RETRY_AFTER", "borrow", "close_clients", "timeout_config", "excerpt"]
+__all__ = ["Transport", "Gate", "gated", "RETRY_STATUSES", "MAX_RETRY_AFTER", "borrow", "close_clients",
+           "timeout_config", "excerpt"]
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 EXCERPT_CHARS = 200
@@ -109,6 +121,31 @@ async def close_clients() -> None:
     for client in pools.clients if pools else ():
         if client is not None:
             await client.aclose()
+
+
+class Gate(Protocol):
+    """A request bound and a 429 pause shared beyond this process (a Dask batch's, see
+    :mod:`bettong_nb.distributed`): every request attempt holds ``slot(service)`` while it goes,
+    and a 429 calls ``pause(service, seconds)``. Install one with :func:`gated`."""
+
+    def slot(self, service: str) -> AsyncContextManager[Any]: ...
+
+    def pause(self, service: str, seconds: float) -> None: ...
+
+
+# The runs of a batch started inside ``gated(gate)`` carry it (context variables are copied
+# into their tasks), as budgets are shared with ``budget.sharing``.
+_gate: contextvars.ContextVar[Gate | None] = contextvars.ContextVar("bettong_gate", default=None)
+
+
+@contextlib.contextmanager
+def gated(gate: Gate | None) -> Iterator[None]:
+    """Requests made in this context go through ``gate`` (None: none)."""
+    token = _gate.set(gate)
+    try:
+        yield
+    finally:
+        _gate.reset(token)
 
 
 def timeout_config(timeout: float | Mapping[str, float] | None) -> httpx.Timeout:
@@ -187,7 +224,8 @@ class Transport:
     errors (400, 401, 403, 404, 422...) are never retried.
 
     A 429's Retry-After pauses every request through this transport, so a batch of concurrent
-    runs backs off together instead of each worker hammering the server.
+    runs backs off together instead of each worker hammering the server; under a :class:`Gate`
+    the pause is shared beyond this process too.
 
     ``deadline`` bounds each attempt as a whole (a server trickling its answer byte by byte
     included); ``secret`` returns the key, which no error may show.
@@ -257,10 +295,12 @@ class Transport:
 
     async def retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """Run ``attempt`` until it succeeds, retrying retryable errors with backoff and jitter."""
+        gate = _gate.get()
         for number in range(self.max_retries + 1):
             await self._wait_for_pause()
             try:
-                return await attempt()
+                async with gate.slot(self.service) if gate is not None else contextlib.nullcontext():
+                    return await attempt()
             except ServiceError as err:
                 if not err.retryable or number == self.max_retries:
                     raise
@@ -272,6 +312,8 @@ class Transport:
                     delay = min(30.0, self.backoff * 2**number) * (0.5 + random.random() / 2)
                 if err.status == 429:
                     self._paused_until = max(self._paused_until, time.monotonic() + delay)
+                    if gate is not None:
+                        gate.pause(self.service, delay)
                 events.emit(events.Retry(self.service, number + 1, delay, str(err)))
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")

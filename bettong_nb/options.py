@@ -13,8 +13,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE
 from .errors import OptionError
+from .images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE
 
 __all__ = ["Options", "PROVIDER_OPTIONS", "REQUEST_OPTIONS"]
 

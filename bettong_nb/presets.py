@@ -8,6 +8,7 @@
 
 Each returns a :class:`bettong_nb.ModelAgent`; its provider is built from the options
 (``api_key``, ``base_url``, ``timeout``, ``max_retries``) and read the key at the first request.
+The factories are picklable (a bound method each), so an agent travels to Dask workers.
 """
 
 from __future__ import annotations
@@ -50,16 +51,14 @@ def anthropic(**options: Any) -> ModelAgent:
     """An agent on Anthropic's Messages API (key from ANTHROPIC_API_KEY)."""
     from .providers.anthropic import AnthropicProvider
 
-    return ModelAgent(lambda o: AnthropicProvider(api_key=o.api_key, base_url=o.base_url, timeout=o.timeout,
-                                                  max_retries=o.max_retries), **options)
+    return ModelAgent(AnthropicProvider.from_options, **options)
 
 
 def ollama(**options: Any) -> ModelAgent:
     """An agent on a local Ollama server (no key; base_url default http://localhost:11434)."""
     from .providers.ollama import OllamaProvider
 
-    return ModelAgent(lambda o: OllamaProvider(base_url=o.base_url, timeout=o.timeout, max_retries=o.max_retries),
-                      **options)
+    return ModelAgent(OllamaProvider.from_options, **options)
 
 
 def offline(root: str | os.PathLike | None = None, **options: Any) -> ModelAgent:

@@ -58,7 +58,9 @@ class Ledger:
     def cost(self, prices: Mapping[str, Any] | None = None) -> float:
         """What the requests cost, each priced on its own (``prices``, else the price table; see
         :mod:`bettong_nb.pricing`): NaN when a request's price is unknown, never 0."""
-        from .pricing import total  # dates and the price table load when a cost is asked for
+        from .pricing import (
+            total,  # dates and the price table load when a cost is asked for
+        )
 
         return total(self.requests, prices or self.prices)
 

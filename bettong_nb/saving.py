@@ -36,8 +36,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from . import capability as cap
 from . import secrets
-from .options import Options
 from .images import Image
+from .options import Options
 from .results import Ledger, RunResult, ToolCall
 from .transcript_html import tool_result_images, tool_results
 from .usage import RequestRecord, Usage

@@ -21,7 +21,17 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
-from ._bash import BashSyntaxError, Command, Compound, Function, Pipeline, Redirect, Script, Word, parse
+from ._bash import (
+    BashSyntaxError,
+    Command,
+    Compound,
+    Function,
+    Pipeline,
+    Redirect,
+    Script,
+    Word,
+    parse,
+)
 
 __all__ = ["Call", "Reading", "read", "program", "patterns", "gnu_args", "find_actions", "DOWNLOADERS"]
 

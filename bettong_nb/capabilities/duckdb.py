@@ -46,11 +46,12 @@ import io
 import json
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from .._rooted import Root, read_up_to
 from ..capability import Tool, ToolOutput
+from ..portable import rebuild
 from ..secrets import is_credential_path
 
 __all__ = ["duckdb", "DuckDB", "MAX_DATA_ROWS"]
@@ -128,6 +129,12 @@ class DuckDB:
                  parameters={"path": {"type": "string", "required": True,
                                       "description": "A file path relative to the data folder, a glob, or a table name."}}),
         ]
+
+    def __reduce__(self) -> tuple:
+        """Pickled (for a Dask worker) as its settings, the root as the real path it was pinned to;
+        the connection is made again there."""
+        settings = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        return rebuild, (type(self), {**settings, "root": self._root_path})
 
     # --- setup --------------------------------------------------------------------------------
 

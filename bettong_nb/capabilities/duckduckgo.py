@@ -13,7 +13,14 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlsplit
 
-from .search import RESULTS_TAIL, SearchCapability, SearchError, Source, SourceTransport, seconds
+from .search import (
+    RESULTS_TAIL,
+    SearchCapability,
+    SearchError,
+    Source,
+    SourceTransport,
+    seconds,
+)
 
 __all__ = ["duckduckgo", "parse_duckduckgo", "unwrap_duckduckgo_url"]
 

@@ -31,8 +31,8 @@ from typing import Any, Callable
 
 from .. import edn as _edn
 from .._rooted import Root, read_up_to
-from ..edn._walk import find, read_piece
 from ..capability import Tool
+from ..edn._walk import find, read_piece
 
 __all__ = ["edn", "EdnCapability", "MAX_FILE_BYTES", "MAX_SHOWN_CHARS", "MAX_PRINTED_CHARS"]
 

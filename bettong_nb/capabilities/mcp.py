@@ -383,6 +383,23 @@ class MCP:
             values.append(urlsplit(self.url).password)
         return list(dict.fromkeys(values))
 
+    def __reduce__(self) -> tuple:
+        """Pickled (for a Dask worker) as its settings: no server, no connection, no secret. A
+        credential-named ``env=`` value is read from the unpickling process's environment under
+        the same name; a credential header or a password in the URL cannot travel at all."""
+        sensitive = [name for name in self._headers or {}
+                     if secrets.is_credential_name(name) or name.lower() in _SENSITIVE_HEADERS]
+        if sensitive or (self.url is not None and urlsplit(self.url).password):
+            raise TypeError(f"an MCP capability with credentials in its {'headers' if sensitive else 'URL'} cannot be "
+                            "pickled (its secret would travel with it): build it where it runs")
+        env = self.env or {}
+        settings = {"command": self.command, "url": self.url, "cwd": self.cwd, "headers": self._headers, "id": self._id,
+                    "tools": self.tool_names, "instructions": self._instructions, "timeout": self.timeout,
+                    "start_timeout": self.start_timeout,
+                    "env": None if self.env is None else
+                    {k: v for k, v in env.items() if not secrets.is_credential_name(k)}}
+        return _rebuilt, (settings, [k for k in env if secrets.is_credential_name(k)])
+
     def __repr__(self) -> str:
         where = f"command={list(self.command)!r}" if self.command is not None else f"url={self._safe_url()!r}"
         state = "running" if self._conn is not None and not self._conn.lost else "stopped"
@@ -594,6 +611,14 @@ def _reason(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _rebuilt(settings: Mapping[str, Any], from_environment: list[str]) -> MCP:
+    """An unpickled MCP capability: its credential-named env values from this process's environment."""
+    env = settings["env"]
+    if env is not None:
+        env = {**env, **{name: os.environ[name] for name in from_environment if name in os.environ}}
+    return MCP(**{**settings, "env": env})
 
 
 mcp = MCP  # the constructor, named like the other capabilities' constructors

@@ -10,7 +10,16 @@ import re
 from dataclasses import replace
 from urllib.parse import quote, urlsplit
 
-from .search import RESULTS_TAIL, SearchCapability, SearchError, Source, dig, fetch_json, seconds, strip_tags
+from .search import (
+    RESULTS_TAIL,
+    SearchCapability,
+    SearchError,
+    Source,
+    dig,
+    fetch_json,
+    seconds,
+    strip_tags,
+)
 
 __all__ = ["wikipedia", "parse_wikipedia"]
 

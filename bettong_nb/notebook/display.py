@@ -18,11 +18,27 @@ from typing import Any, Callable, Mapping
 
 from .. import events
 from ..results import ToolCall
-from ..terminal import call_line
+
 # The live view draws with the transcript's own pieces and styles, so both look the same.
 from ..sanitize import html_answer
-from ..transcript_html import (_BOX, _DETAILS, _ERROR, _MUTED, _PRE, _PROSE, _SUMMARY, _TEXT, RESULT_PREVIEW_CHARS,
-                               _answer_html, _esc, css_id, result_html, session_html, tool_block)
+from ..terminal import call_line
+from ..transcript_html import (
+    _BOX,
+    _DETAILS,
+    _ERROR,
+    _MUTED,
+    _PRE,
+    _PROSE,
+    _SUMMARY,
+    _TEXT,
+    RESULT_PREVIEW_CHARS,
+    _answer_html,
+    _esc,
+    css_id,
+    result_html,
+    session_html,
+    tool_block,
+)
 
 __all__ = ["result_html", "session_html", "batch_text", "batch_html", "answer_bundle", "tool_block", "css_id",
            "LiveView", "PromptSlot", "RESULT_PREVIEW_CHARS"]

@@ -46,8 +46,17 @@ from typing import Any, AsyncIterator, Callable, Iterable, Mapping
 
 from .. import events
 from ..http import RETRY_STATUSES, Transport
-from ..json_body import Encoded, Reuse, array, body as json_body, encode
-from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
+from ..json_body import Encoded, Reuse, array, encode
+from ..json_body import body as json_body
+from ..portable import rebuild
+from ..provider import (
+    ProviderError,
+    Request,
+    Response,
+    decode_arguments,
+    malformed,
+    reading,
+)
 from ..secrets import url_without_credentials
 from ..usage import Usage
 
@@ -387,7 +396,7 @@ class AnthropicProvider:
 
     The key (``api_key``, else ``ANTHROPIC_API_KEY``, else the bearer token
     ``ANTHROPIC_AUTH_TOKEN``) is read when the first request is made, trimmed, and never
-    appears in repr, errors or logs.
+    appears in repr, errors, logs or a pickle (see :mod:`bettong_nb.portable`).
     """
 
     def __init__(self, *, api_key: str | None = None, base_url: str | None = None, timeout: Any = None,
@@ -399,11 +408,22 @@ class AnthropicProvider:
         self.thinking_display = thinking_display
         root = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).strip().rstrip("/")
         self.base_url = root[:-3] if root.endswith("/v1") else root  # requests add /v1/messages
+        self._settings = {"base_url": self.base_url, "timeout": timeout, "max_retries": max_retries, "model": model,
+                          "effort": effort, "thinking_display": thinking_display, "name": name}
         self._api_key = api_key
         self.transport = Transport(name, self.base_url, headers=self._headers, timeout=timeout,
                                    max_retries=max_retries, secret=self._known_key, retry_statuses=_RETRY_STATUSES,
                                    error=ProviderError)
         self._reuse = Reuse()  # the JSON of the previous request's messages and tools
+
+    @classmethod
+    def from_options(cls, options: Any) -> "AnthropicProvider":
+        """The provider an agent's options describe (``bettong_nb.anthropic()``'s factory)."""
+        return cls(api_key=options.api_key, base_url=options.base_url, timeout=options.timeout,
+                   max_retries=options.max_retries)
+
+    def __reduce__(self) -> tuple:
+        return rebuild, (type(self), self._settings)
 
     def _credential(self) -> tuple[str, str] | None:
         for kind, value in (("key", self._api_key), ("key", os.environ.get("ANTHROPIC_API_KEY")),

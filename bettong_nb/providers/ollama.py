@@ -38,8 +38,17 @@ from typing import Any, AsyncIterator, Callable, Mapping
 
 from .. import events
 from ..http import Transport
-from ..json_body import Encoded, Reuse, array, body as json_body, encode
-from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
+from ..json_body import Encoded, Reuse, array, encode
+from ..json_body import body as json_body
+from ..portable import rebuild
+from ..provider import (
+    ProviderError,
+    Request,
+    Response,
+    decode_arguments,
+    malformed,
+    reading,
+)
 from ..secrets import url_without_credentials
 from ..usage import Usage
 
@@ -218,6 +227,16 @@ class OllamaProvider:
         self.base_url = host_url(base_url or os.environ.get("OLLAMA_HOST"))
         self.transport = Transport(name, self.base_url, timeout=timeout, max_retries=max_retries, error=ProviderError)
         self._reuse = Reuse()  # the JSON of the previous request's messages and tools
+        self._settings = {"base_url": self.base_url, "timeout": timeout, "max_retries": max_retries, "model": model,
+                          "num_ctx": num_ctx, "keep_alive": keep_alive, "think": think, "name": name}
+
+    @classmethod
+    def from_options(cls, options: Any) -> "OllamaProvider":
+        """The provider an agent's options describe (``bettong_nb.ollama()``'s factory)."""
+        return cls(base_url=options.base_url, timeout=options.timeout, max_retries=options.max_retries)
+
+    def __reduce__(self) -> tuple:
+        return rebuild, (type(self), self._settings)
 
     def secret_values(self) -> list[str]:
         return []

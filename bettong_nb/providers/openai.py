@@ -26,8 +26,10 @@ from typing import Any, AsyncIterator, Callable, Mapping
 
 from .. import events
 from ..http import Transport
-from ..json_body import Encoded, Reuse, array, body as json_body, encode
+from ..json_body import Encoded, Reuse, array, encode
+from ..json_body import body as json_body
 from ..options import Options
+from ..portable import rebuild
 from ..provider import (
     ProviderError,
     Request,
@@ -232,7 +234,8 @@ class OpenAIProvider:
     """A provider speaking the OpenAI chat-completions wire format.
 
     The key is read when the first request is made (``api_key``, else the environment
-    variable ``key_env``) and never appears in repr, errors or logs.
+    variable ``key_env``) and never appears in repr, errors, logs or a pickle (a pickled provider
+    reads ``key_env`` where it is unpickled, see :mod:`bettong_nb.portable`).
     """
 
     def __init__(self, *, base_url: str, api_key: str | None = None, key_env: str | None = "OPENAI_API_KEY",
@@ -240,6 +243,9 @@ class OpenAIProvider:
                  label: str = "OpenAI", structured_output: str = "json_schema"):
         if structured_output not in STRUCTURED_OUTPUTS:
             raise ValueError(f"structured_output is one of {', '.join(STRUCTURED_OUTPUTS)}, not {structured_output!r}")
+        self._settings = {"base_url": base_url, "key_env": key_env, "model": model, "name": name,
+                          "timeout": timeout, "max_retries": max_retries, "label": label,
+                          "structured_output": structured_output}
         self.name = name
         self.structured_output = structured_output
         self.label = label
@@ -250,6 +256,9 @@ class OpenAIProvider:
         self.transport = Transport(name, base_url, headers=self._headers, timeout=timeout,
                                    max_retries=max_retries, secret=self._known_key, error=ProviderError)
         self._reuse = Reuse()  # the JSON of the previous request's messages and tools
+
+    def __reduce__(self) -> tuple:
+        return rebuild, (type(self), self._settings)
 
     def _known_key(self) -> str | None:
         if self._api_key is not None:

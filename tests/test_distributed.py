@@ -1,0 +1,186 @@
+"""map_frame on a Dask frame: a LocalCluster of 2 worker processes against a loopback model
+server (in this process; the workers reach it over 127.0.0.1) that counts requests, measures
+how many are in flight and sends 429s."""
+
+import collections
+import glob
+import hashlib
+import json
+import os
+import signal
+import threading
+import time
+
+import dask
+import dask.dataframe as dd
+import pandas as pd
+import pytest
+from distributed import Client, LocalCluster
+
+import bettong_nb
+from support.servers import LoopbackServer, Reply, chat_message
+
+LIMIT = 16  # max_concurrency across the cluster
+TOKENS_PER_REQUEST = 12  # chat_message's usage: 10 in, 2 out
+
+
+class Model:
+    """Answers "echo <prompt>" after ``delay``; counts answers per prompt and the most requests
+    in flight at once. From request number ``pause_at`` on it sends 429 with Retry-After
+    ``pause_s`` to everything until that pause is over; at ``then`` requests it calls ``then_do``."""
+
+    def __init__(self, delay: float = 0.01, pause_at: int | None = None, pause_s: float = 1.0,
+                 then: int | None = None, then_do=None):
+        self.delay, self.pause_at, self.pause_s, self.then, self.then_do = delay, pause_at, pause_s, then, then_do
+        self.lock = threading.Lock()
+        self.arrivals: list[float] = []
+        self.answered: collections.Counter = collections.Counter()
+        self.in_flight = self.peak = 0
+        self.paused_at: float | None = None
+        self.refused = 0
+
+    def __call__(self, request):
+        now = time.monotonic()
+        prompt = request.json()["messages"][-1]["content"]
+        with self.lock:
+            self.arrivals.append(now)
+            if self.then is not None and len(self.arrivals) == self.then:
+                threading.Thread(target=self.then_do, daemon=True).start()
+            if self.pause_at is not None and len(self.arrivals) == self.pause_at:
+                self.paused_at = now
+            if self.paused_at is not None and now < self.paused_at + self.pause_s:
+                self.refused += 1
+                wait = self.paused_at + self.pause_s - now
+                return Reply.json({"error": {"message": "rate limited"}}, status=429, **{"Retry-After": f"{wait:.3f}"})
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        time.sleep(self.delay)
+        with self.lock:
+            self.in_flight -= 1
+            self.answered[prompt] += 1
+        return Reply.json(chat_message(f"echo {prompt}"))
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    # A lease of a killed worker is freed after 3 s rather than 30 (the kill test).
+    with dask.config.set({"distributed.scheduler.locks.lease-timeout": "3s",
+                          "distributed.scheduler.locks.lease-validation-interval": "0.5s"}), \
+            LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
+                         host="127.0.0.1", env={"OPENAI_API_KEY": "key-of-the-workers"}) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+def frame(rows: int, partitions: int = 8):
+    return dd.from_pandas(pd.DataFrame({"text": [f"row {i}" for i in range(rows)], "n": range(rows)}),
+                          npartitions=partitions)
+
+
+def agent_on(server):
+    # The key given here never reaches the workers; they answer with their own (OPENAI_API_KEY).
+    return bettong_nb.openai(base_url=server.url, api_key="key-of-the-notebook", model="m", max_retries=4)
+
+
+def test_rows_are_answered_once_in_order_within_the_bound_and_a_429_pauses_every_worker(cluster):
+    model = Model(pause_at=600, pause_s=1.0)
+    with LoopbackServer(model) as server:
+        lazy = agent_on(server).map_frame(frame(2000), prompt="Say {text}", output="label", max_concurrency=LIMIT)
+        assert lazy.npartitions == 8 and model.arrivals == []  # lazy: nothing ran yet
+        out = lazy.compute()
+        keys = {r.headers["authorization"] for r in server.requests}
+    assert keys == {"Bearer key-of-the-workers"}
+    assert list(out["label"]) == [f"echo Say row {i}" for i in range(2000)]
+    assert list(out["n"]) == list(range(2000)) and out["error"].isna().all()
+    assert out.dtypes.equals(lazy.dtypes) and str(out["label"].dtype) == "string"
+    assert len(model.answered) == 2000 and set(model.answered.values()) == {1}, "every row answered once"
+    assert LIMIT - 2 <= model.peak <= LIMIT, f"{model.peak} requests in flight at once"
+    # The 429 paused every worker: after the pause was shared (within 0.2 s), nothing arrived
+    # until Retry-After had passed; the few that came within those 0.2 s were refused too.
+    during = [t - model.paused_at for t in model.arrivals if 0.2 < t - model.paused_at < model.pause_s]
+    assert during == [] and model.refused >= 1
+    usage = bettong_nb.batch_usage(lazy)
+    assert len(usage) == 2000 and usage["worker"].nunique() == 2
+    assert sorted(usage["partition"].unique()) == list(range(8)) and not usage["resumed"].any()
+    assert usage["prompt_tokens"].sum() == 2000 * 10
+
+
+def test_the_budget_covers_the_whole_batch_and_rows_not_run_say_why(cluster):
+    model = Model(delay=0.02)
+    budget = 200 * TOKENS_PER_REQUEST
+    with LoopbackServer(model) as server:
+        lazy = agent_on(server).map_frame(frame(800), prompt="Say {text}", output="label",
+                                          max_concurrency=LIMIT, token_budget=budget)
+        out = lazy.compute()
+    answered = out["label"].notna()
+    assert 100 <= answered.sum() <= 200 + 3 * LIMIT, answered.sum()
+    assert sum(model.answered.values()) == answered.sum(), "no request for a row the budget stopped"
+    assert out.loc[answered, "error"].isna().all()
+    assert out.loc[~answered, "error"].str.contains("token budget of 2400").all()
+    assert (out.loc[answered, "label"] == "echo Say " + out.loc[answered, "text"]).all()
+    spent = bettong_nb.batch_usage(lazy)[["prompt_tokens", "completion_tokens"]].sum().sum()
+    assert spent == answered.sum() * TOKENS_PER_REQUEST
+
+
+def test_the_template_is_checked_before_anything_runs(cluster):
+    agent = bettong_nb.openai(base_url="http://127.0.0.1:9", api_key="k")
+    with pytest.raises(KeyError, match="names {txt}, which is not a column"):
+        agent.map_frame(frame(10), prompt="Say {txt}")
+    with pytest.raises(ValueError, match="already has a column 'error'"):
+        agent.map_frame(frame(10).assign(error="x"), prompt="Say {text}")
+
+
+def test_a_worker_killed_mid_run_loses_no_row_and_bills_none_twice_with_resume(cluster, tmp_path):
+    pids = cluster.run(os.getpid)
+    victim = sorted(pids.values())[0]
+    written_before_kill: list[dict] = []
+
+    def kill():
+        for path in glob.glob(str(tmp_path / "part-*.jsonl")):
+            with open(path) as lines:
+                written_before_kill.extend(json.loads(line) for line in lines if line.endswith("\n"))
+        os.kill(victim, signal.SIGKILL)
+
+    model = Model(delay=0.01, then=500, then_do=kill)
+    with LoopbackServer(model) as server:
+        lazy = agent_on(server).map_frame(frame(1600), prompt="Say {text}", output="label",
+                                          max_concurrency=8, resume=tmp_path)
+        out = lazy.compute()
+    assert written_before_kill, "rows were written before the kill"
+    assert list(out["label"]) == [f"echo Say row {i}" for i in range(1600)] and out["error"].isna().all()
+    assert list(out.index) == list(range(1600))
+    by_key = {hashlib.sha256(f"Say row {i}".encode()).hexdigest()[:32]: f"Say row {i}" for i in range(1600)}
+    assert all(model.answered[by_key[row["key"]]] == 1 for row in written_before_kill), "billed twice"
+    assert set(model.answered) == set(by_key.values())
+    twice = [prompt for prompt, count in model.answered.items() if count > 1]
+    assert len(twice) <= 8, f"only rows in flight at the kill may be asked again, not {len(twice)}"
+    usage = bettong_nb.batch_usage(lazy)
+    assert usage["resumed"].any(), "the retried partition took its finished rows from the resume files"
+    assert len(usage) == 1600
+
+
+def test_a_typed_answer_gets_a_column_per_field_and_na_where_a_row_failed(cluster):
+    from dataclasses import dataclass
+    from typing import Literal
+
+    @dataclass
+    class Review:
+        sentiment: Literal["positive", "negative"]
+        stars: int
+
+    def handle(request):
+        prompt = request.json()["messages"][-1]["content"]
+        if prompt.endswith("row 7"):
+            return Reply.json({"error": {"message": "no"}}, status=400)
+        number = int(prompt.rsplit(" ", 1)[1])
+        answer = {"sentiment": "positive" if number % 2 else "negative", "stars": number % 5}
+        return Reply.json(chat_message(json.dumps(answer)))
+
+    with LoopbackServer(handle) as server:
+        lazy = agent_on(server).map_frame(frame(40, 4), prompt="Review {text}", output_type=Review)
+        out = lazy.compute()
+    assert out.dtypes.equals(lazy.dtypes)
+    assert str(out["stars"].dtype) == "Int64" and list(out["sentiment"].cat.categories) == ["positive", "negative"]
+    ok = out.drop(index=7)
+    assert list(ok["stars"]) == [i % 5 for i in range(40) if i != 7] and ok["error"].isna().all()
+    assert out.loc[7, ["sentiment", "stars"]].isna().all() and "HTTP 400" in out.loc[7, "error"]
