@@ -40,8 +40,7 @@ from .presets import (  # after .agent: `agent` is this function
 )
 from .provider import Provider, ProviderError, Request, Response
 from .results import RunResult, ToolCall
-from .saving import load_session
-from .session import Session
+from .session import Session, load_session
 from .usage import Usage
 
 __version__ = "0.1.0"

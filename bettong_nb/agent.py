@@ -382,8 +382,13 @@ class ModelAgent:
     def map_frame(self, frame: Any, *, prompt: str, output: str = "output", **options: Any):
         """Fill column ``output`` of a copy of ``frame`` from the template ``prompt`` over each row
         (``"Classify: {text}"``), or with ``output_type=T`` one typed column per field of T plus
-        ``error``; the batch's usage frame is ``result.attrs["usage_frame"]``."""
-        from .batch import map_frame
+        ``error``; the batch's usage frame is ``result.attrs["usage_frame"]``. A Dask frame gives
+        a lazy Dask frame, run on its cluster with one rate limit and one budget
+        (:mod:`bettong_nb.distributed`)."""
+        if type(frame).__module__.split(".")[0] == "dask":
+            from .distributed import map_frame
+        else:
+            from .batch import map_frame
 
         return map_frame(self, frame, prompt=prompt, output=output, **options)
 

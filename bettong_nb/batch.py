@@ -266,12 +266,8 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
     Float64, boolean, string, categorical for an Enum or Literal, object for lists), a category
     or other non-object answer goes in ``output``, and a row that failed has NA in every field
     and its reason in ``error``. The batch's usage frame is ``result.attrs["usage_frame"]``.
-    A ``dask.dataframe.DataFrame`` gives a lazy one, run on the cluster with one rate limit and
-    budget (:mod:`bettong_nb.distributed`).
+    (A Dask frame goes to :func:`bettong_nb.distributed.map_frame` instead: ``agent.map_frame``
+    picks.)
     """
-    if type(frame).__module__.split(".")[0] == "dask":  # a lazy frame on a cluster: bettong_nb.distributed
-        from .distributed import map_frame as on_dask
-
-        return on_dask(agent, frame, prompt=prompt, output=output, progress=progress, **options)
     bar = _bar(agent, len(frame), progress, options)
     return run_sync(amap_frame(agent, frame, prompt=prompt, output=output, progress=bar, **options))

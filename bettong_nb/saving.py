@@ -43,7 +43,7 @@ from .transcript_html import tool_result_images, tool_results
 from .usage import RequestRecord, Usage
 
 __all__ = ["FORMAT", "VERSION", "ResumeError", "Saved", "document", "redacted_document", "snapshot", "save", "parse",
-           "read", "load_session", "write_text"]
+           "read", "write_text", "missing_tools"]
 
 FORMAT = "bettong_nb.session"
 VERSION = 1
@@ -291,26 +291,6 @@ def _used_tools(transcript: list[dict]) -> list[str]:
                               if b.get("type") == "tool_use" and isinstance(b.get("name"), str)))
 
 
-def load_session(path: str | os.PathLike, agent: Any):
-    """Resume a saved conversation on ``agent`` (an Agent; or a Session, whose conversation it
-    replaces). Its capabilities must provide every tool the transcript used. The next turn starts
-    with the saved system prompt and transcript, byte for byte, so the provider's cache holds."""
-    from .session import Session
-
-    saved = read(path)
-    session = agent if isinstance(agent, Session) else (
-        agent.session() if hasattr(agent, "session") else Session(agent))
-    capabilities = session.options.capabilities
-    offered = cap.registry(capabilities)
-    missing = [name for name in _used_tools(saved.transcript) if name not in offered]
-    if missing:
-        before = f" (the conversation had: {', '.join(saved.capabilities)})" if saved.capabilities else ""
-        raise ResumeError(f"{os.fspath(path)} used tools this agent does not have: {', '.join(missing)}. "
-                          f"The agent's capabilities: {_offered(capabilities, offered)}. "
-                          f"Give it capabilities that provide them{before}.")
-    return session.restore(saved)
-
-
 def _offered(capabilities: Any, registry: Mapping[str, cap.RegisteredTool]) -> str:
     """``fs (read_file, list_dir); sql (query)``: what an agent's capabilities give it."""
     named = []
@@ -319,3 +299,15 @@ def _offered(capabilities: Any, registry: Mapping[str, cap.RegisteredTool]) -> s
         tools = [t.name for t in registry.values() if t.capability == cid]
         named.append(f"{cid} ({', '.join(tools) or 'no tools'})")
     return "; ".join(named) or "none"
+
+
+def missing_tools(saved: Saved, capabilities: Any) -> str | None:
+    """Why ``capabilities`` cannot resume ``saved`` (tools its transcript used that they do not
+    provide), or None when they can."""
+    offered = cap.registry(capabilities)
+    missing = [name for name in _used_tools(saved.transcript) if name not in offered]
+    if not missing:
+        return None
+    before = f" (the conversation had: {', '.join(saved.capabilities)})" if saved.capabilities else ""
+    return (f"used tools this agent does not have: {', '.join(missing)}. The agent's capabilities: "
+            f"{_offered(capabilities, offered)}. Give it capabilities that provide them{before}.")

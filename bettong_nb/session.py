@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import os
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +30,7 @@ from .results import Ledger, RunResult
 if TYPE_CHECKING:
     from .saving import Saved
 
-__all__ = ["Session"]
+__all__ = ["Session", "load_session"]
 
 
 class _TurnLock:
@@ -206,3 +207,18 @@ class Session(Ledger):
 
     def __repr__(self) -> str:
         return f"Session({self.turns} turns, {len(self.transcript)} messages, {usage.summary(self.usage)})"
+
+
+def load_session(path: str | os.PathLike, agent: Any) -> Session:
+    """Resume a saved conversation on ``agent`` (an Agent; or a Session, whose conversation it
+    replaces). Its capabilities must provide every tool the transcript used. The next turn starts
+    with the saved system prompt and transcript, byte for byte, so the provider's cache holds."""
+    from .saving import ResumeError, missing_tools, read
+
+    saved = read(path)
+    session = agent if isinstance(agent, Session) else (
+        agent.session() if hasattr(agent, "session") else Session(agent))
+    why = missing_tools(saved, session.options.capabilities)
+    if why is not None:
+        raise ResumeError(f"{os.fspath(path)} {why}")
+    return session.restore(saved)

@@ -581,7 +581,8 @@ class AgentMagics(Magics):
               f"to {written}")
 
     def _load(self, path: str, name: str | None = None) -> None:
-        from ..saving import ResumeError, load_session
+        from ..saving import ResumeError
+        from ..session import load_session
 
         name, session, _ = self._target(name)
         try:
