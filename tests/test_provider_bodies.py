@@ -92,3 +92,31 @@ def test_the_corpus_covers_every_wire_whole_and_streamed():
     assert kinds == {(w.name, s) for w in WIRES for s in (False, True)}
     assert sum("no_key" in c["expect"] for c in CASES) >= 8
     assert bettong_nb.ProviderError is ProviderError
+
+
+def test_text_that_cannot_be_encoded_never_breaks_the_next_request(board):
+    """Lone surrogates (a "\\ud800" escape in the server's JSON, a tool's broken text) are mended
+    as they enter the transcript, so every later request of the session still goes out."""
+    wire = BY_NAME["openai"]
+    bodies = iter([
+        {"choices": [{"message": {"role": "assistant", "content": "half \\ud800 a pair",
+                                  "tool_calls": [{"id": "c1", "type": "function", "function": {
+                                      "name": "get_weather", "arguments": '{"city": "Ka\\udc00unas"}'}}]}}]},
+        wire.body("final"), wire.body("final")])
+    sent = []
+
+    def handler(request):
+        sent.append(request.json())
+        return Reply(200, json.dumps(next(bodies)).replace("\\\\ud800", "\\ud800").encode())
+
+    server = board.serve("openai", handler)
+    broken = {"id": "w", "tools": [{"name": "get_weather", "parameters": {"city": {"type": "string"}},
+                                    "handler": lambda city: f"weather in {city} \ud800"}]}
+    chat = wire.build(server.url, capabilities=[broken]).session()
+    first = chat.run("go \udfff")
+    second = chat.run("and now?")
+    assert first.done and second.done and len(sent) == 3
+    assert first.tool_calls[0].args == {"city": "Ka\ufffdunas"}
+    assert first.tool_calls[0].result == "weather in Ka\ufffdunas \ufffd"
+    assert "\ufffd" in json.dumps(sent[2], ensure_ascii=False)  # the whole transcript, mended, went out
+    json.dumps(chat.transcript, ensure_ascii=False).encode()  # and the session's transcript is valid UTF-8

