@@ -48,30 +48,11 @@ tree), ``_splice`` (edits), ``_data`` (paths and get-in on data), ``_files`` (fi
 """
 
 from ._data import assoc_in, dissoc_in, get_in, parse_key, parse_path, parse_value
-from ._files import (
-    delete_in_file,
-    get_in_file,
-    read_file,
-    set_in_file,
-    update_in_file,
-    verify,
-    write_file,
-)
+from ._files import delete_in_file, get_in_file, read_file, set_in_file, update_in_file, verify, write_file
 from ._reader import read_first as loads
 from ._splice import delete_in_str, node_of, set_in_str
 from ._tree import Node, locate, node_at, parse, render
-from ._values import (
-    Char,
-    EdnError,
-    EdnList,
-    EdnMap,
-    EdnSet,
-    EdnSyntaxError,
-    Keyword,
-    Symbol,
-    Tagged,
-    edn_equal,
-)
+from ._values import Char, EdnError, EdnList, EdnMap, EdnSet, EdnSyntaxError, Keyword, Symbol, Tagged, edn_equal
 from ._writer import dumps, pretty
 
 __all__ = [

@@ -14,18 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ._syntax import (
-    CLOSERS,
-    PREFIX_KINDS,
-    TOKEN,
-    bad_token,
-    forms_taken,
-    mismatched,
-    not_followed,
-    skip_collection,
-    unmatched,
-    unterminated,
-)
+from ._syntax import (CLOSERS, PREFIX_KINDS, TOKEN, bad_token, forms_taken, mismatched, not_followed,
+                      skip_collection, unmatched, unterminated)
 
 __all__ = ["Piece", "piece_at", "children", "root_pieces", "COLLECTION_KINDS"]
 

@@ -13,24 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ._pieces import piece_at, root_pieces
-from ._syntax import (
-    CLOSERS,
-    MAX_DEPTH,
-    PREFIX_KINDS,
-    TRIVIA_THEN_TOKEN,
-    atom_value,
-    bad_token,
-    check_name,
-    fail,
-    mismatched,
-    not_followed,
-    position,
-    qualify,
-    string_value,
-    too_deep,
-    unmatched,
-    unterminated,
-)
+from ._syntax import (CLOSERS, MAX_DEPTH, PREFIX_KINDS, TRIVIA_THEN_TOKEN, atom_value, bad_token, check_name, fail,
+                      mismatched, not_followed, position, qualify, string_value, too_deep, unmatched, unterminated)
 from ._values import EdnList, EdnSyntaxError, Symbol, Tagged, canon, map_of, set_of
 from ._writer import shown
 

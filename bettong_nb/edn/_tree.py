@@ -13,19 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._syntax import (
-    CLOSERS,
-    MAX_DEPTH,
-    PREFIX_KINDS,
-    TOKEN,
-    bad_token,
-    forms_taken,
-    mismatched,
-    not_followed,
-    too_deep,
-    unmatched,
-    unterminated,
-)
+from ._syntax import (CLOSERS, MAX_DEPTH, PREFIX_KINDS, TOKEN, bad_token, forms_taken, mismatched, not_followed,
+                      too_deep, unmatched, unterminated)
 from ._walk import walk
 
 __all__ = ["Node", "parse", "render", "node_at", "locate", "is_semantic"]

@@ -49,14 +49,7 @@ from ..http import RETRY_STATUSES, Transport
 from ..json_body import Encoded, Reuse, array, encode
 from ..json_body import body as json_body
 from ..portable import rebuild
-from ..provider import (
-    ProviderError,
-    Request,
-    Response,
-    decode_arguments,
-    malformed,
-    reading,
-)
+from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 from ..secrets import url_without_credentials
 from ..usage import Usage
 

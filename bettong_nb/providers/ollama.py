@@ -41,14 +41,7 @@ from ..http import Transport
 from ..json_body import Encoded, Reuse, array, encode
 from ..json_body import body as json_body
 from ..portable import rebuild
-from ..provider import (
-    ProviderError,
-    Request,
-    Response,
-    decode_arguments,
-    malformed,
-    reading,
-)
+from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 from ..secrets import url_without_credentials
 from ..usage import Usage
 
