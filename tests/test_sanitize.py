@@ -149,7 +149,7 @@ def test_rendering_is_fast_for_a_long_answer():
 
 @pytest.fixture(scope="module")
 def browser_page():
-    from browser_support import chromium
+    from support.browser import chromium
 
     with chromium() as browser:
         page = browser.new_page()
