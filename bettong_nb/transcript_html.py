@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import functools
 import html
-import re
-from typing import Any, Callable
+from typing import Any
 
 from . import images
 from .results import ToolCall
+from .sanitize import markdown_html
+from .sanitize import markdown_text as safe_markdown  # the notebook display's answer cell imports it from here
 from .terminal import RAN, args_preview, duration_text, json_text
 
 __all__ = ["result_html", "session_html", "tool_block", "css_id", "safe_markdown", "image_html", "image_placeholder",
@@ -230,35 +231,9 @@ def _wrap(parts: list[str], footer: str) -> str:
             f'<div class="bettong-usage" style="{_FOOTER}">{footer}</div></div>')
 
 
-_CODE = re.compile(r"(```.*?(?:```|$)|~~~.*?(?:~~~|$)|`[^`\n]*`)", re.S)
-
-
-def _outside_code(text: str, fix: Callable[[str], str]) -> str:
-    parts = _CODE.split(text)
-    for i in range(0, len(parts), 2):  # even parts are outside code
-        parts[i] = fix(parts[i])
-    return "".join(parts)
-
-
-def safe_markdown(text: str) -> str:
-    """An answer made safe to render: the model's text may carry a prompt-injected image whose
-    URL leaks data when the frontend fetches it, or raw HTML. Outside code, images become plain
-    links (``\\![…](…)``) and ``<`` is escaped; code spans and fences are left as written."""
-    return _outside_code(text, lambda part: part.replace("<", "&lt;").replace("![", "\\!["))
-
-
-@functools.cache
-def _markdown() -> Callable[[str], str]:
-    import mistune  # imported on first use only: %load_ext stays cheap
-
-    return mistune.create_markdown(escape=True, plugins=["strikethrough", "table"])
-
-
 def _answer_html(text: str) -> str:
-    """The model's text in a transcript, as the live view shows it: Markdown rendered to plain
-    HTML, raw HTML escaped (mistune does that) and images turned into links nobody fetches."""
-    rendered = _markdown()(_outside_code(text, lambda part: part.replace("![", "\\![")))
-    return f'<div class="bettong-markdown" style="{_PROSE};overflow-wrap:anywhere">{rendered}</div>'
+    """The model's text in a transcript: its Markdown as HTML that fetches and runs nothing."""
+    return f'<div class="bettong-markdown" style="{_PROSE};overflow-wrap:anywhere">{markdown_html(text)}</div>'
 
 
 def result_html(result: Any) -> str:

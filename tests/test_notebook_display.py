@@ -141,8 +141,9 @@ def test_transcript_answers_render_markdown_without_images_or_raw_html():
     result = _agent(Scripted([answer])).run("go")
     html = display.result_html(result)
     assert "<li><strong>a</strong></li>" in html
-    assert "<img" not in html and "javascript" not in html.lower()
-    assert '!<a href="https://evil.example/?leak=1">x</a>' in html  # a link nobody fetches until clicked
+    assert "<img" not in html and 'href="javascript' not in html.lower()
+    assert "see [image: x &lt;https://evil.example/?leak=1&gt;]" in html  # text: nothing is fetched
+    assert "&lt;img src=y onerror=z&gt; l (javascript:alert(1))" in html  # the HTML and the bad link as text
     assert "if a&lt;b: pass" in html
 
 
@@ -257,7 +258,7 @@ def test_live_view_throttles_a_long_stream():
     answer = recorder.handles[1]
     assert settled == "".join(pieces)
     assert len(answer.bundles) < 20  # 10,000 deltas, a handful of updates
-    assert answer.bundles[-1]["text/markdown"] == "".join(pieces)
+    assert answer.bundles[-1]["text/markdown"] == "".join(pieces).rstrip()
 
 
 def test_live_view_notes_retries_warnings_and_failures():
@@ -278,6 +279,6 @@ def test_answers_render_without_remote_images_or_raw_html():
 
     answer = "See ![chart](https://evil.example/?leak=SECRET) and <img src=https://x/y>.\n```\nif a<b: print('![k](u)')\n```"
     safe = safe_markdown(answer)
-    assert "\\![chart](https://evil.example/?leak=SECRET)" in safe, "an image becomes a link nobody fetches"
+    assert "\\[image: chart &lt;https://evil.example/?leak=SECRET>\\]" in safe, "an image becomes text nobody fetches"
     assert "&lt;img src=https://x/y>" in safe
     assert "if a<b: print('![k](u)')" in safe, "code is left exactly as written"
