@@ -297,6 +297,7 @@ _LITERAL = re.compile(r"(?:(?:https?|ftp)://|www\.)[^\s<>\[\]`\\|$]++"
                       r"|[\\<`*\[\]~|$]|&(?=#?\w+;)|_(?![^\W_])|(?<![^\W_])_", re.I)
 _REFERENCES = {"\\": "&#92;", "<": "&lt;", "&": "&amp;"}
 _REFERENCE_AMPERSAND = re.compile(r"&(?=#?\w+;)")
+_SCHEME = re.compile(r":|www\.", re.I)  # where linkifiers start a URL (http:, mailto:, www.)
 # What begins a block at the start of a line (list items, headings, setext underlines, table
 # delimiter rows, block quotes); the characters that begin the others (`, ~, <, *, _, |) are
 # escaped everywhere. Leading spaces go: four of them would make code.
@@ -440,6 +441,7 @@ def _inline(tokens: list[dict], in_table: bool = False) -> str:
     pieces = [piece for token in tokens for piece in _pieces(token, in_table)]
     out: list[str] = []
     text: list[str] = []
+    url_before = False  # the output ends in a run a GFM viewer may take for a bare URL
     for index, (is_text, value) in enumerate(pieces):
         if is_text:
             text.append(value)
@@ -447,11 +449,16 @@ def _inline(tokens: list[dict], in_table: bool = False) -> str:
                 continue  # neighbours are escaped together: "&" + "amp;" stays two characters
             value = _literal("".join(text))
             text = []
+        elif url_before or (out and out[-1].endswith("`") and not out[-1].endswith("\\`") and value.startswith("`")):
+            # A bare URL runs to the next space in marked and markdown-it's linkify: it would eat
+            # a code span's fence and let its content out as Markdown. Two code spans side by
+            # side would read as one fence.
+            out.append(" ")
         if out and out[-1].endswith("!") and not out[-1].endswith("\\!") and value.startswith("["):
             out[-1] = out[-1][:-1] + "\\!"  # "!" then a link would make an image
-        if out and out[-1].endswith("`") and not out[-1].endswith("\\`") and value.startswith("`"):
-            out.append(" ")  # two code spans side by side would read as one fence
         out.append(value)
+        run = "" if not value or value[-1].isspace() else value.rsplit(None, 1)[-1]
+        url_before = bool(_SCHEME.search(run)) or (url_before and len(run) == len(value))
     return "".join(out)
 
 
