@@ -16,26 +16,16 @@ from __future__ import annotations
 import html
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from . import usage
 from .images import MEDIA_TYPES
+from .sanitize import markdown_code, markdown_fence, markdown_literal, markdown_text
 from .saving import FORMAT, Saved, save, snapshot, write_text
 from .terminal import args_preview, call_line, duration_text, json_text
-from .transcript_html import (
-    image_placeholder,
-    is_prompt,
-    recorded_call,
-    result_html,
-    safe_markdown,
-    session_html,
-    thinking_html,
-    tool_block,
-    tool_result_images,
-    tool_results,
-)
+from .transcript_html import (image_placeholder, is_prompt, recorded_call, result_html, session_html, thinking_html,
+                              tool_block, tool_result_images, tool_results)
 
 __all__ = ["export", "markdown", "html_page", "notebook", "FORMATS"]
 
@@ -81,43 +71,57 @@ def _title(saved: Saved) -> str:
 def _turn_line(result: Any, saved: Saved) -> str:
     """The turn's usage, after why it stopped early when it did, in italics."""
     line = usage.line(result.usage, saved.prices)
-    return f"*stopped early: {result.reason or result.stop_reason} · {line}*" if not result.done else f"*{line}*"
+    if not result.done:
+        line = f"stopped early: {result.reason or result.stop_reason} · {line}"
+    return f"*{_one_line(line)}*"
 
 
 # --- Markdown -----------------------------------------------------------------------------------
+# Whatever a model, a tool or a saved file wrote goes through sanitize's Markdown writers, so no
+# viewer of the file fetches an image or follows a script link it holds.
+
+def _one_line(value: Any) -> str:
+    """``value`` as Markdown text on one line, shown as written."""
+    return markdown_literal(" ".join(str(value).split()))
+
 
 def _fenced(text: str, language: str = "", indent: str = "") -> list[str]:
-    """``text`` in a code fence longer than any run of backticks in it, each line indented."""
-    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
-    return [f"{indent}{fence}{language}", *(f"{indent}{line}" for line in text.splitlines()), f"{indent}{fence}"]
+    """``text`` in a code fence no line of it can close, each line indented."""
+    return [f"{indent}{line}" for line in markdown_fence(text, language).split("\n")]
 
 
 def _prompt_markdown(content: Any) -> list[str]:
     if isinstance(content, str):
-        return [safe_markdown(content)]
-    return [image_placeholder(b) if b.get("type") == "image" else safe_markdown(b.get("text", "")) for b in content]
+        return [markdown_text(content)]
+    return [_one_line(image_placeholder(b)) if b.get("type") == "image" else markdown_text(b.get("text", ""))
+            for b in content]
 
 
 def _call_markdown(call: Any, images: list[dict]) -> list[str]:
-    head = f"- `{call.tool}({args_preview(call.args)})` → {call.status}"
+    head = f"- {markdown_code(f'{call.tool}({args_preview(call.args)})')} → {_one_line(call.status)}"
     if call.redactions:
         head += f" · {call.redactions} redacted"
     if call.duration_s is not None and call.status in ("ok", "error"):
         head += f" · {duration_text(call.duration_s)}"
-    lines = [head, *([f"  - capability: {call.capability}"] if call.capability else []),
+    lines = [head, *([f"  - capability: {_one_line(call.capability)}"] if call.capability else []),
              "  - arguments:", "", *_fenced(json_text(call.args, indent=2), "json", "    ")]
     if call.status == "denied" and call.reason:
-        lines.append(f"  - reason: {call.reason}")
+        lines.append(f"  - reason: {_one_line(call.reason)}")
     if call.result is not None:
         lines += ["  - result:", "", *_fenced(call.result, "text", "    ")]
-    return lines + [f"  - {image_placeholder(b)}" for b in images]
+    return lines + [f"  - {_one_line(image_placeholder(b))}" for b in images]
+
+
+def _thinking_markdown(text: str) -> list[str]:
+    """A thinking block as a block quote."""
+    return [f"> {line}" if line else ">" for line in f"*thinking:*\n\n{markdown_text(text)}".split("\n")]
 
 
 def markdown(saved: Saved) -> str:
     """The conversation as Markdown: each turn's prompt and answers, tool calls as nested lists
     (arguments and result fenced), images as a placeholder line."""
     system, groups = _turns(saved.transcript)
-    lines = [f"# {_title(saved)}", "", usage.line(saved.usage, saved.prices), ""]
+    lines = [f"# {_title(saved)}", "", _one_line(usage.line(saved.usage, saved.prices)), ""]
     if system is not None:
         lines += ["<details><summary>System prompt</summary>", "", *_fenced(system, "text"), "", "</details>", ""]
     for number, group in enumerate(groups, 1):
@@ -126,9 +130,9 @@ def markdown(saved: Saved) -> str:
             if kind == "prompt":
                 lines += ["**You**", "", *_prompt_markdown(value), ""]
             elif kind == "text":
-                lines += ["**Agent**", "", safe_markdown(value), ""]
+                lines += ["**Agent**", "", markdown_text(value), ""]
             elif kind == "thinking":
-                lines += [*(f"> {line}" for line in f"*thinking:* {value}".splitlines()), ""]
+                lines += [*_thinking_markdown(value), ""]
             else:
                 lines += [*_call_markdown(*value), ""]
         result = saved.by_turn.get(number)
@@ -183,11 +187,11 @@ def _turn_cells(number: int, group: list[dict], saved: Saved) -> list[dict]:
                     attachments[name] = {block["media_type"]: block["data"]}
                     lines += [f"![{image_placeholder(block)}](attachment:{name})", ""]
                 elif block.get("type") == "image":
-                    lines += [image_placeholder(block), ""]
+                    lines += [_one_line(image_placeholder(block)), ""]
                 else:
-                    lines += [safe_markdown(block.get("text", "")), ""]
+                    lines += [markdown_text(block.get("text", "")), ""]
         elif kind == "text":
-            lines += ["**Agent**", "", safe_markdown(value), ""]
+            lines += ["**Agent**", "", markdown_text(value), ""]
         elif kind == "thinking":
             outputs.append({"output_type": "display_data", "metadata": {},
                             "data": {"text/html": thinking_html(value), "text/plain": f"thinking: {value}"}})
@@ -211,7 +215,7 @@ def notebook(saved: Saved) -> str:
     """The conversation as a notebook (nbformat 4.5): a heading cell with the usage and the
     system prompt, then per turn a Markdown cell and its tool calls as collapsible outputs."""
     system, groups = _turns(saved.transcript)
-    head = [f"# {_title(saved)}", "", usage.line(saved.usage, saved.prices)]
+    head = [f"# {_title(saved)}", "", _one_line(usage.line(saved.usage, saved.prices))]
     if system is not None:
         head += ["", "<details><summary>System prompt</summary>", "", *_fenced(system, "text"), "", "</details>"]
     cells = [_markdown_cell("conversation", head)]

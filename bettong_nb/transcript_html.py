@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import functools
 import html
-import re
-from typing import Any, Callable
+from typing import Any
 
 from . import images
 from .results import ToolCall
 from .sanitize import markdown_html
 from .terminal import RAN, args_preview, duration_text, json_text
 
-__all__ = ["result_html", "session_html", "tool_block", "css_id", "safe_markdown", "image_html", "image_placeholder",
+__all__ = ["result_html", "session_html", "tool_block", "css_id", "image_html", "image_placeholder",
            "is_prompt", "recorded_call", "thinking_html", "tool_results", "tool_result_images", "tool_result_text",
            "RESULT_PREVIEW_CHARS"]
 
@@ -237,23 +236,6 @@ def _recorded_tool(block: dict, result: dict | None, call: ToolCall | None) -> s
 def _wrap(parts: list[str], footer: str) -> str:
     return (f'<div class="bettong-transcript" style="{_BOX}">{"".join(parts)}'
             f'<div class="bettong-usage" style="{_FOOTER}">{footer}</div></div>')
-
-
-_CODE = re.compile(r"(```.*?(?:```|$)|~~~.*?(?:~~~|$)|`[^`\n]*`)", re.S)
-
-
-def _outside_code(text: str, fix: Callable[[str], str]) -> str:
-    parts = _CODE.split(text)
-    for i in range(0, len(parts), 2):  # even parts are outside code
-        parts[i] = fix(parts[i])
-    return "".join(parts)
-
-
-def safe_markdown(text: str) -> str:
-    """An answer made safe to render: the model's text may carry a prompt-injected image whose
-    URL leaks data when the frontend fetches it, or raw HTML. Outside code, images become plain
-    links (``\\![…](…)``) and ``<`` is escaped; code spans and fences are left as written."""
-    return _outside_code(text, lambda part: part.replace("<", "&lt;").replace("![", "\\!["))
 
 
 def _answer_html(text: str) -> str:

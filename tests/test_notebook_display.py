@@ -151,8 +151,9 @@ def test_transcript_answers_render_markdown_without_images_or_raw_html():
     html = display.result_html(result)
     assert "<li><strong>a</strong></li>" in html
     assert not re.search(r"<img(?![^>]*src=\"data:image/)", html) and "javascript:" not in _attributes(html)
-    assert "[image: x &lt;https://evil.example/?leak=1&gt;]" in html  # shown as text, never fetched
-    assert "&lt;img src=y onerror=z&gt;" in html and "if a&lt;b: pass" in html
+    assert "see [image: x &lt;https://evil.example/?leak=1&gt;]" in html  # text: nothing is fetched
+    assert "&lt;img src=y onerror=z&gt; l (javascript:alert(1))" in html  # the HTML and the bad link as text
+    assert "if a&lt;b: pass" in html
 
 
 def test_result_html_says_when_a_run_stopped_early():

