@@ -4,8 +4,10 @@ in a real IPython InteractiveShell and in a real kernel (nbclient)."""
 from __future__ import annotations
 
 import base64
+import io
 
 import pytest
+from IPython.display import Image as IPythonImage
 from IPython.utils.capture import capture_output
 
 import bettong_nb
@@ -20,8 +22,7 @@ from test_notebook_magics import _final, _ok, ip  # noqa: F401  (ip is a fixture
 PIL = pytest.importorskip("PIL.Image")
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from IPython.display import Image as IPythonImage  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ def test_pil_and_ipython_images_are_parts_and_other_values_stay_text():
     namespace = {"pic": picture, "ipy": IPythonImage(data=png(12, 9)), "lines": plt.plot([1, 2], [3, 4])}
     [pil] = interpolation.interpolate("{pic}", namespace)
     assert (pil.media_type, pil.width, pil.height) == ("image/png", 30, 20)
-    assert PIL.open(__import__("io").BytesIO(pil.data)).getpixel((5, 5)) == (200, 40, 40)
+    assert PIL.open(io.BytesIO(pil.data)).getpixel((5, 5)) == (200, 40, 40)
     [ipy] = interpolation.interpolate("{ipy}", namespace)
     assert ipy.data == png(12, 9)  # the bytes as given
     # What plt.plot() returns is a list of Line2D, not a Figure: it reads as text.
@@ -146,23 +147,23 @@ def test_a_cell_of_only_an_image_is_not_empty(ip):
 def test_a_notebook_plots_and_sends_the_figure_from_an_agent_cell(tmp_path, monkeypatch):
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
     nb = run_notebook([
-        "%load_ext bettong_nb\n"
-        "import matplotlib.pyplot as plt, bettong_nb\n"
-        "from bettong_nb.providers.scripted import Scripted\n"
-        "model = Scripted(['Sales **triple** each year.', 'The same plot again.'])\n"
-        "bot = bettong_nb.agent(provider=model)",
-        "fig, ax = plt.subplots(figsize=(4, 3))\n"
-        "ax.plot([2022, 2023, 2024], [1, 3, 9]); ax.set_title('sales')",
+        ("%load_ext bettong_nb\n"
+         "import matplotlib.pyplot as plt, bettong_nb\n"
+         "from bettong_nb.providers.scripted import Scripted\n"
+         "model = Scripted(['Sales **triple** each year.', 'The same plot again.'])\n"
+         "bot = bettong_nb.agent(provider=model)"),
+        ("fig, ax = plt.subplots(figsize=(4, 3))\n"
+         "ax.plot([2022, 2023, 2024], [1, 3, 9]); ax.set_title('sales')"),
         "%%agent bot\nWhat does this plot show? {fig}",
         "fig",
         "%%agent bot\n{Out[4]}",
-        "for request in model.requests:\n"
-        "    blocks = request.messages[-1]['content']\n"
-        "    print([b['type'] for b in blocks])\n"
-        "print(bettong_nb.images.as_image(fig).sha256())\n"
-        "for request in model.requests:\n"
-        "    print(bettong_nb.Image.from_block(request.messages[-1]['content'][-1]).sha256())\n"
-        "print(_agent_result.requests[0].images)",
+        ("for request in model.requests:\n"
+         "    blocks = request.messages[-1]['content']\n"
+         "    print([b['type'] for b in blocks])\n"
+         "print(bettong_nb.images.as_image(fig).sha256())\n"
+         "for request in model.requests:\n"
+         "    print(bettong_nb.Image.from_block(request.messages[-1]['content'][-1]).sha256())\n"
+         "print(_agent_result.requests[0].images)"),
     ], tmp_path)
     assert data(nb.cells[1], "image/png"), "the figure showed in its cell"
     assert answers(nb.cells[2]) == ["Sales **triple** each year."]
