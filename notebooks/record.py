@@ -43,9 +43,12 @@ NOTEBOOKS = {
     "01-quickstart": ["01-quickstart", "01-quickstart-smollm2"],
     "02-data-exploration": ["02-data-exploration"],
     "03-teaching-capabilities": ["03-teaching-capabilities"],
+    "04-sql-exploration": ["04-sql-exploration"],
 }
 CASSETTES = {"01-quickstart": "scripted", "01-quickstart-smollm2": "llama",
-             "02-data-exploration": "scripted", "03-teaching-capabilities": "scripted"}
+             "02-data-exploration": "scripted", "03-teaching-capabilities": "scripted",
+             "04-sql-exploration": "scripted"}
+DATA = ("data", "shop")  # the folders the notebooks read, copied beside them
 # What replay must also answer in a live browser: the approval buttons' other outcomes.
 EPILOGUES = {"03-teaching-capabilities": "record.approval_branches(mailer, emailed)"}
 
@@ -62,6 +65,22 @@ def calls(*uses: tuple[str, str, dict]):
 
     return Response(content=[{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in uses],
                     stop_reason="tool_use", model=MODEL)
+
+
+REVENUE_SQL = """SELECT p.category, year(s.order_date) AS year,
+       round(sum(s.quantity * s.unit_price * (1 - s.discount)), 2) AS revenue
+FROM 'sales/*.parquet' AS s
+JOIN 'products.csv' AS p USING (product_id)
+GROUP BY ALL
+ORDER BY category, year"""
+GROWTH_SQL = """SELECT p.category,
+       round(sum(s.quantity * s.unit_price * (1 - s.discount)) FILTER (year(s.order_date) = 2022), 2) AS revenue_2022,
+       round(sum(s.quantity * s.unit_price * (1 - s.discount)) FILTER (year(s.order_date) = 2025), 2) AS revenue_2025,
+       round(100 * (revenue_2025 / revenue_2022 - 1), 1) AS growth_percent
+FROM 'sales/*.parquet' AS s
+JOIN 'products.csv' AS p USING (product_id)
+GROUP BY p.category
+ORDER BY growth_percent DESC"""
 
 
 def scripts() -> dict[str, list]:
@@ -98,6 +117,12 @@ def scripts() -> dict[str, list]:
              "1,898 × 10²⁴ kg, period from 88 to 59,800 days.\n\n"
              "Worth plotting: `orbital_period_days` against `semi_major_axis_au` on log-log axes. By Kepler's "
              "third law the points fall on a straight line of slope 1.5."),
+            # %%agent analyst with {fig}: the scatter plot itself, as an image
+            ("Yes. On the log-log axes the eight points lie on one straight line, from Mercury (0.39 AU, "
+             "88 days) at the bottom left to Neptune (30 AU, about 60,000 days) at the top right, and no "
+             "planet sits off it.\n\nThe line climbs 1.5 decades of period for each decade of distance: a "
+             "slope of 1.5, so the period grows as the distance to the power 3/2. That is Kepler's third law, "
+             "T² ∝ a³."),
             # %agent explain analyst: the failing cell's code and traceback
             ("`moons_per_planet` has no key `'Saturn'`: the dict lists Earth, Mars and Jupiter only, so looking "
              "Saturn up raises `KeyError` before anything is divided.\n\n"
@@ -138,6 +163,27 @@ def scripts() -> dict[str, list]:
             calls(email),
             "Stopped as you asked; the email was not sent.",
         ],
+        "04-sql-exploration": [
+            # chat.run(...): look at the files, then one query joining Parquet and CSV
+            calls(("call_sales", "describe_data", {"path": "sales/*.parquet"}),
+                  ("call_products", "describe_data", {"path": "products.csv"})),
+            calls(("call_revenue", "query_data", {"sql": REVENUE_SQL})),
+            ("Revenue per category and year, in millions (order lines in `sales/*.parquet` joined with "
+             "`products.csv` on `product_id`):\n\n"
+             "| category | 2022 | 2023 | 2024 | 2025 |\n"
+             "|---|---:|---:|---:|---:|\n"
+             "| Garden | 2.42 | 2.85 | 3.35 | 3.98 |\n"
+             "| Outdoor | 1.94 | 2.36 | 2.73 | 3.23 |\n"
+             "| Kitchen | 1.52 | 1.83 | 2.17 | 2.63 |\n"
+             "| Office | 1.29 | 1.53 | 1.77 | 2.07 |\n"
+             "| Toys | 0.39 | 0.46 | 0.55 | 0.65 |\n\n"
+             "Garden earns the most every year and Toys the least. Every category grew every year, by 16 to "
+             "22% a year: the shop took 7.55 million in 2022 and 12.57 million in 2025."),
+            # chat.run(..., output_type=Growth): one more query, then the answer in the schema
+            calls(("call_growth", "query_data", {"sql": GROWTH_SQL})),
+            json.dumps({"category": "Kitchen", "revenue_2022": 1519057.49, "revenue_2025": 2628455.15,
+                        "growth_percent": 73.0}),
+        ],
     }
 
 
@@ -155,9 +201,12 @@ def approval_branches(mailer: Any, emailed: Any) -> None:
 # --- sources ---------------------------------------------------------------------------------
 
 def _prompt_text(request: Any) -> str:
-    """The request in the order a provider sees it: system, tools, then the messages."""
+    """The request in the order a provider sees it: system, tools, then the messages (an image
+    as its hash: it is counted by its pixels, not its base64)."""
+    from bettong_nb.images import without_bytes
+
     return "\n".join([*(b.text for b in request.system), json.dumps(request.tools, ensure_ascii=False),
-                      *(json.dumps(m, ensure_ascii=False) for m in request.messages)])
+                      *(json.dumps(m, ensure_ascii=False) for m in without_bytes(request.messages))])
 
 
 def _tokens(text: str) -> int:
@@ -166,8 +215,9 @@ def _tokens(text: str) -> int:
 
 class Metered:
     """Gives scripted turns the usage a provider with a prefix cache would report: about four
-    characters a token, and the longest prefix of the prompt already sent in an earlier request
-    counted as cache hits, in whole 64-token blocks (the unit DeepSeek's cache bills in)."""
+    characters a token (an image by its pixels), and the longest prefix of the prompt already sent
+    in an earlier request counted as cache hits, in whole 64-token blocks (the unit DeepSeek's
+    cache bills in)."""
 
     def __init__(self, inner: Any):
         self.inner = inner
@@ -175,10 +225,11 @@ class Metered:
         self.sent: list[str] = []
 
     def _metered(self, request: Any, response: Any) -> Any:
+        from bettong_nb import images
         from bettong_nb.usage import Usage
 
         text = _prompt_text(request)
-        prompt = _tokens(text)
+        prompt = _tokens(text) + images.tokens(request.messages)
         seen = max((len(os.path.commonprefix([text, earlier])) for earlier in self.sent), default=0)
         hit = min(prompt, seen // 4 // 64 * 64)
         self.sent.append(text)
@@ -299,7 +350,8 @@ def _scratch(name: str, cassettes: Path, keep: list[str]) -> Path:
     (from ``cassettes``, or the committed ones where it has none)."""
     work = Path(tempfile.mkdtemp(prefix=f"{name}-"))
     shutil.copy(HERE / f"{name}.ipynb", work)
-    shutil.copytree(HERE / "data", work / "data")
+    for folder in DATA:
+        shutil.copytree(HERE / folder, work / folder)
     (work / "cassettes").mkdir()
     for stem in keep:
         found = cassettes / f"{stem}.jsonl"
@@ -384,8 +436,8 @@ def environment() -> dict[str, str]:
     import importlib.metadata
 
     versions = {p: importlib.metadata.version(p) for p in
-                ("bettong_nb", "ipykernel", "ipython", "ipywidgets", "jupyterlab", "pandas", "matplotlib", "httpx",
-                 "duckdb", "pyarrow")}
+                ("bettong_nb", "ipykernel", "ipython", "ipywidgets", "jupyterlab", "pandas", "matplotlib",
+                 "matplotlib-inline", "pillow", "httpx", "duckdb", "pyarrow")}
     return {"python": sys.executable, "prefix": sys.prefix, **versions}
 
 

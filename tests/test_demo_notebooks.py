@@ -13,6 +13,7 @@ CI=true that fails instead.
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import hashlib
 import json
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Iterator
 
 import nbformat
+import pandas as pd
 import pytest
 from support.notebooks import answers as _answers
 
@@ -36,7 +38,7 @@ NOTEBOOKS = ROOT / "notebooks"
 BINDER = ROOT / "binder"
 CASSETTES = NOTEBOOKS / "cassettes"
 RECORD = NOTEBOOKS / "record.py"
-NAMES = ("01-quickstart", "02-data-exploration", "03-teaching-capabilities")
+NAMES = ("01-quickstart", "02-data-exploration", "03-teaching-capabilities", "04-sql-exploration")
 FAKE_TOKEN = "demo-7f3a9c2e51b8-not-a-real-token"  # set by 03's redaction cell
 WIDGET = "application/vnd.jupyter.widget-view+json"
 VENVS = Path(os.environ.get("BETTONG_BINDER_VENVS") or Path.home() / ".cache" / "bettong-nb" / "binder-venvs")
@@ -194,8 +196,17 @@ def test_data_exploration(executed):
     assert tools[2:] == [["list_dir", "1", str(len("README.md\nmissions.csv\nmoons.csv\nplanets.csv"))],
                          ["read_file", "3", str(csv_chars)]]
 
-    plots = [_data(_cell(nb, start), "image/png") for start in ("planets.plot.scatter", "usage.plot.bar")]
+    plots = [_data(_cell(nb, start), "image/png") for start in ("ax = planets.plot.scatter", "usage.plot.bar")]
     assert all(len(images) == 1 and len(images[0]) > 1000 for images in plots)
+
+    # The figure went to the model as an image: replay matched the request on the PNG's hash.
+    sent = _cell(nb, "%%agent analyst\nThis is the planets'")
+    assert _answers(sent)[0].startswith("Yes. On the log-log axes the eight points lie on one straight line")
+    first = next(json.loads(line)["request"] for line in _cassette("02-data-exploration")
+                 if "This is the planets'" in line)
+    text, image, question = first["messages"][-1]["content"]
+    assert text["text"].startswith("This is the planets'") and question["text"].startswith("\nDoes it show")
+    assert image["type"] == "image" and image["media_type"] == "image/png" and len(image["sha256"]) == 64
 
     failing = _cell(nb, "moons_per_planet = ")
     assert [(o.output_type, o.ename) for o in failing.outputs] == [("error", "KeyError")]
@@ -233,6 +244,70 @@ def test_teaching_capabilities(executed):
     assert len(hits) == 5 and hits == sorted(set(hits)), hits  # grows with every request, across 3 turns
 
 
+def _shop_revenue() -> pd.DataFrame:
+    """Revenue per year (rows) and category (columns), computed with pandas alone from notebooks/shop."""
+    shop = NOTEBOOKS / "shop"
+    sales = pd.concat([pd.read_parquet(path) for path in sorted((shop / "sales").glob("*.parquet"))])
+    lines = sales.merge(pd.read_csv(shop / "products.csv"), on="product_id", validate="many_to_one")
+    lines["revenue"] = lines["quantity"] * lines["unit_price"] * (1 - lines["discount"])
+    lines["year"] = pd.to_datetime(lines["order_date"]).dt.year
+    return lines.groupby(["year", "category"])["revenue"].sum().unstack()
+
+
+def test_sql_exploration(executed):
+    nb = executed["04-sql-exploration"]
+    expected = _shop_revenue()
+    assert _data(_cell(nb, "sql = caps.duckdb"), "text/plain") == ["['query_data', 'describe_data']"]
+
+    # The SQL tools ran for real on notebooks/shop: what they returned is in the transcript.
+    found = _cell(nb, "analyst = ")
+    transcript = _data(found, "text/html")[0]
+    for call in ('describe_data(path=&quot;sales/*.parquet&quot;)', 'describe_data(path=&quot;products.csv&quot;)',
+                 "query_data(sql=&quot;SELECT p.category"):
+        assert call in transcript
+    rows = sum(len(pd.read_parquet(path)) for path in (NOTEBOOKS / "shop" / "sales").glob("*.parquet"))
+    assert f"sales/*.parquet: {rows:,} rows, 8 columns" in transcript
+    assert f"Garden | 2022 | {expected.loc[2022, 'Garden']:.2f}" in transcript
+    plain = _data(found, "text/plain")[0]
+    assert plain.count("\n  · ") == 3 and "\n  3 requests" in plain
+
+    # The person's frame: every number matches pandas' own computation over the same files.
+    table = _rows(_data(_cell(nb, "revenue = answer.frames()[-1]"), "text/plain")[0])
+    assert table[0] == ["category", *expected.columns] and table[1] == ["year"]
+    shown = pd.DataFrame([[float(v) for v in row[1:]] for row in table[2:]],
+                         index=[int(row[0]) for row in table[2:]], columns=table[0][1:])
+    assert list(shown.index) == [2022, 2023, 2024, 2025]
+    pd.testing.assert_frame_equal(shown, expected, check_names=False, check_index_type=False, atol=0.006, rtol=0)
+
+    (plot,) = _data(_cell(nb, "ax = (by_year / 1e6).plot"), "image/png")
+    assert base64.b64decode(plot).startswith(b"\x89PNG\r\n\x1a\n") and len(plot) > 5000
+
+    growth = 100 * (expected.loc[2025] / expected.loc[2022] - 1)
+    fastest = growth.idxmax()
+    (typed,) = _data(_cell(nb, "@dataclass"), "text/plain")
+    match = re.fullmatch(r"Growth\(category='(\w+)', revenue_2022=([\d.]+), revenue_2025=([\d.]+), "
+                         r"growth_percent=([\d.]+)\)", typed)
+    assert match, typed
+    assert match[1] == fastest
+    assert abs(float(match[2]) - expected.loc[2022, fastest]) < 0.006
+    assert abs(float(match[3]) - expected.loc[2025, fastest]) < 0.006
+    assert abs(float(match[4]) - growth[fastest]) < 0.05
+    check = _rows(_data(_cell(nb, "(100 * (by_year.loc[2025]"), "text/plain")[0])
+    assert [row[0] for row in check[1:-1]] == list(growth.sort_values(ascending=False).index)
+
+    usage = _rows(_data(_cell(nb, "usage = chat.usage_frame()"), "text/plain")[0])
+    assert usage[0][:4] == ["turn", "step", "model", "prompt_tokens"] and usage[0][-2:] == ["cost_total",
+                                                                                          "price_source"]
+    assert [row[1:3] for row in usage[1:]] == [["1", "1"], ["1", "2"], ["1", "3"], ["2", "1"], ["2", "2"]]
+    assert all(float(row[-2]) > 0 and row[-1] == "given" for row in usage[1:])
+    total = _stdout(_cell(nb, 'print(f"{len(usage)} requests'))
+    assert re.fullmatch(r"5 requests, [\d,]+ prompt tokens, \$0\.\d{4} in all\n", total), total
+
+
+def _cassette(stem: str) -> list[str]:
+    return (CASSETTES / f"{stem}.jsonl").read_text(encoding="utf-8").splitlines()
+
+
 def test_committed_notebooks_carry_no_outputs_and_say_where_their_answers_come_from():
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == list(NAMES)
     used = set()
@@ -257,8 +332,7 @@ def test_committed_notebooks_carry_no_outputs_and_say_where_their_answers_come_f
 
 
 def _models(stem: str) -> set[str]:
-    lines = (CASSETTES / f"{stem}.jsonl").read_text(encoding="utf-8").splitlines()
-    return {json.loads(line)["response"]["model"] for line in lines}
+    return {json.loads(line)["response"]["model"] for line in _cassette(stem)}
 
 
 def test_cassettes_hold_no_machine_specific_text():
@@ -274,6 +348,7 @@ def test_hand_written_cassettes_are_what_record_py_records(executed, tmp_path):
     _run([executed["python"], RECORD, "--scripted-only", "--no-verify", "--cassettes", tmp_path],
          cwd=tmp_path, env=_env(), timeout=600)
     recorded = sorted(p.name for p in tmp_path.glob("*.jsonl"))
-    assert recorded == ["01-quickstart.jsonl", "02-data-exploration.jsonl", "03-teaching-capabilities.jsonl"]
+    assert recorded == ["01-quickstart.jsonl", "02-data-exploration.jsonl", "03-teaching-capabilities.jsonl",
+                        "04-sql-exploration.jsonl"]
     for name in recorded:
         assert (tmp_path / name).read_bytes() == (CASSETTES / name).read_bytes(), name

@@ -1,6 +1,7 @@
-"""How a ``%%agent`` cell's ``{name}`` fields become prompt text.
+"""How a ``%%agent`` cell's ``{name}`` fields become the prompt.
 
-    interpolate("Compare {df} with {report_path}", user_ns)
+    interpolate("Compare {df} with {report_path}", user_ns)       # one str
+    interpolate("What does {fig} show?", user_ns)                 # ['What does ', Image(...), ' show?']
     notes = []; interpolate("Look at {sales_df}", user_ns, notes=notes)
     notes  # ['{sales_df} is not defined; sent as written']
 
@@ -14,6 +15,14 @@ Values: a string as it is; a DataFrame as its shape and first :data:`PREVIEW_ROW
 when it has more than :data:`FEW_COLUMNS` columns, each column's dtype and null count (at most
 :data:`COLUMN_LINES` columns listed), all within :data:`PREVIEW_CHARS`; anything else as its
 ``str()``, within :data:`VALUE_CHARS`.
+
+Images: a field whose value is an image (:func:`bettong_nb.images.as_image`: a matplotlib
+Figure, a PIL image, an ``IPython.display.Image`` holding data, a :class:`bettong_nb.Image`)
+becomes an image part, and the prompt a list of parts (``[str, Image, str, ...]``, the form
+``agent.run`` takes). ``{Out[n]}`` qualifies only when cell n's value is such an image: a cell
+ending in ``plt.plot(...)`` returns a list of Line2D, which is sent as text; end it with ``fig``
+(or ``plt.gcf()``) instead. An image that cannot be sent (an IPython Image of a URL) is left as
+written, with a note.
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ from __future__ import annotations
 import functools
 import re
 from typing import Any, Mapping
+
+from ..images import Image, as_image
 
 __all__ = ["interpolate", "render_value", "PREVIEW_ROWS", "PREVIEW_CHARS", "VALUE_CHARS", "FEW_COLUMNS",
            "COLUMN_LINES"]
@@ -117,29 +128,49 @@ def render_value(value: Any) -> str:
     return _cap(str(value), VALUE_CHARS)
 
 
-def interpolate(text: str, namespace: Mapping[str, Any], *, notes: list[str] | None = None) -> str:
+def _resolved(match: re.Match, namespace: Mapping[str, Any], notes: list[str] | None) -> str | Image:
+    """What one field becomes: text, or an Image; as written when it does not resolve."""
+    if match.group("escaped") is not None:
+        return "{" + match.group("escaped") + "}"
+    try:
+        value = _lookup(match.group("field"), namespace)
+        image = as_image(value)
+        return image if image is not None else render_value(value)
+    except _Skipped:
+        return match.group(0)
+    except _Undefined:
+        _note(notes, f"{match.group(0)} is not defined; sent as written")
+    except Exception as exc:  # anything that does not resolve stays as the user wrote it
+        _note(notes, f"{match.group(0)} did not resolve ({type(exc).__name__}: {exc}); sent as written")
+    return match.group(0)
+
+
+def interpolate(text: str, namespace: Mapping[str, Any], *,
+                notes: list[str] | None = None) -> str | list[str | Image]:
     """Replace ``{name}``, ``{name.attr}``, ``{name[key]}`` found in ``namespace``; ``{{x}}`` → ``{x}``;
-    leave everything else exactly as written. ``notes`` gets a line for each field that looks
-    like a variable but did not resolve.
+    leave everything else exactly as written. A str, or a list of parts (str and Image, no
+    empty str) when a field is an image. ``notes`` gets a line for each field that looks like a
+    variable but did not resolve.
 
     >>> interpolate("{n} items, {missing}, {{n}}, f(){ return 1; }", {"n": 3})
     '3 items, {missing}, {n}, f(){ return 1; }'
     """
-
-    def replace(match: re.Match) -> str:
-        if match.group("escaped") is not None:
-            return "{" + match.group("escaped") + "}"
-        try:
-            return render_value(_lookup(match.group("field"), namespace))
-        except _Skipped:
-            return match.group(0)
-        except _Undefined:
-            _note(notes, f"{match.group(0)} is not defined; sent as written")
-        except Exception as exc:  # anything that does not resolve stays as the user wrote it
-            _note(notes, f"{match.group(0)} did not resolve ({type(exc).__name__}: {exc}); sent as written")
-        return match.group(0)
-
-    return _patterns()[0].sub(replace, text)
+    parts: list[str | Image] = []
+    pieces: list[str] = []  # the text since the last image
+    end = 0
+    for match in _patterns()[0].finditer(text):
+        pieces.append(text[end:match.start()])
+        end = match.end()
+        value = _resolved(match, namespace, notes)
+        if isinstance(value, Image):
+            parts += ["".join(pieces), value]
+            pieces = []
+        else:
+            pieces.append(value)
+    pieces.append(text[end:])
+    if not parts:
+        return "".join(pieces)
+    return [part for part in [*parts, "".join(pieces)] if not isinstance(part, str) or part]
 
 
 def _note(notes: list[str] | None, line: str) -> None:

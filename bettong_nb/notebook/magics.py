@@ -30,8 +30,10 @@ Interpolation (:mod:`bettong_nb.notebook.interpolation`). ``{name}``, ``{name.at
 ``{name[key]}`` that resolve in the user namespace are replaced by the value (a lookup, never
 code). ``{{text}}`` gives ``{text}``. Anything else is sent exactly as written, so pasted code
 keeps its braces; a field that looks like a variable but is not defined gets one muted line in
-the cell. A DataFrame becomes a bounded preview. ``{Err}`` is the last error a cell raised
-(its code and traceback, :mod:`bettong_nb.notebook.errorlog`), ``{Err[n]}`` cell n's.
+the cell. A DataFrame becomes a bounded preview; an image (``{fig}`` of a matplotlib Figure, a
+PIL or IPython image, a bettong_nb.Image, or ``{Out[n]}`` of one) is sent as an image. ``{Err}``
+is the last error a cell raised (its code and traceback, :mod:`bettong_nb.notebook.errorlog`),
+``{Err[n]}`` cell n's.
 ``--no-interpolate`` sends the cell verbatim.
 
 Formats (``-f``): ``markdown`` (default); ``code`` also puts the answer's code blocks (in the
@@ -101,6 +103,15 @@ def _muted(text: str) -> None:
                                               f"{html.escape(text)}</div>"}, raw=True)
 
 
+def _appended(prompt: str | list, text: str) -> str | list:
+    """``text`` at the end of a prompt: of its last text part, or a new part after an image."""
+    if isinstance(prompt, str):
+        return prompt + text
+    if isinstance(prompt[-1], str):
+        return [*prompt[:-1], prompt[-1] + text]
+    return [*prompt, text.lstrip()]
+
+
 # --- the magic ---------------------------------------------------------------------------------
 
 class _Entry:
@@ -115,7 +126,7 @@ class _Entry:
 class _Plan:
     """One %%agent cell, parsed and resolved, ready to run."""
 
-    def __init__(self, name: str, session: Any, prompt: str, overrides: dict, out: str | None, quiet: bool,
+    def __init__(self, name: str, session: Any, prompt: str | list, overrides: dict, out: str | None, quiet: bool,
                  notes: list[str], approve: bool, fmt: str = "markdown"):
         self.name, self.session, self.prompt, self.overrides = name, session, prompt, overrides
         self.out, self.quiet, self.notes, self.approve, self.fmt = out, quiet, notes, approve, fmt
@@ -266,7 +277,9 @@ class AgentMagics(Magics):
 
         {name}, {name.attr} and {name[key]} are looked up in your namespace and replaced
         (a lookup, never code); {{text}} gives {text}; all other braces stay as written.
-        {Err} is the last error a cell raised (its code and traceback), {Err[n]} cell n's.
+        {fig} of a matplotlib Figure, a PIL or IPython image (or {Out[n]} of one) is sent
+        as an image. {Err} is the last error a cell raised (its code and traceback), {Err[n]}
+        cell n's.
         The result is _agent_result (and VAR with -o); the session used is _agent_session.
         The default session is configured with %config AgentMagics (DeepSeek when
         DEEPSEEK_API_KEY is set, else the offline demo model). Line commands:
@@ -327,7 +340,7 @@ class AgentMagics(Magics):
         cell = cell.strip("\n")
         notes: list[str] = []
         prompt = cell if args.no_interpolate else interpolate(cell, self._namespace(), notes=notes)
-        if not prompt.strip():
+        if isinstance(prompt, str) and not prompt.strip():  # a list of parts holds an image
             raise UsageError("The %%agent cell is empty: write the prompt below the %%agent line.")
         name, session, target_notes = self._target(args.target, new=args.new)
         overrides: dict[str, Any] = {"stream": self.stream and not args.no_stream}
@@ -339,7 +352,7 @@ class AgentMagics(Magics):
             if importlib.util.find_spec("bettong_nb.sanitize") is None:
                 raise UsageError("-f html needs bettong_nb.sanitize (the HTML sanitiser), which this installation "
                                  "lacks; use -f markdown")
-            prompt += HTML_REQUEST
+            prompt = _appended(prompt, HTML_REQUEST)
         plan = _Plan(name, session, prompt, overrides, args.out, args.quiet, notes=target_notes + notes,
                      approve=args.approve, fmt=args.format)
         if args.data:
