@@ -8,8 +8,9 @@ first and the last. Chromium runs the notebook in JupyterLab, and three figures 
 
 * **updates/s**: the display messages (``display_data``/``update_display_data``) the frontend
   received over the kernel's websocket while the cell ran, per second of the stream;
-* **render ms**: from the last chunk leaving the server to the rendered Markdown answer in
-  the page (a MutationObserver, then the next animation frame; one clock for both);
+* **render ms**: from the last chunk leaving the server to the rendered answer in the page (the
+  kernel renders the Markdown, sanitised, as HTML; a MutationObserver, then the next animation
+  frame; one clock for both);
 * **display CPU**: the kernel's CPU in the live view (its event listener, its throttled
   flushes and the final render, sending the display messages included) during the first
   turn, as a share of the stream's duration; the kernel's whole CPU for that turn and for the
@@ -168,7 +169,7 @@ def _notebook(url: str, results: Path, turns: int) -> dict:
 
 
 # Installed before JupyterLab loads: counts the display messages the kernel's websocket brings
-# while counting is on, notes when the final Markdown answer arrived and when it was rendered.
+# while counting is on, notes when the final answer (its sanitised HTML) arrived and was rendered.
 _PAGE = """(() => {
     const mark = MARK, Native = window.WebSocket, decoder = new TextDecoder();
     const display = /"msg_type":\\s*"(?:update_)?display_data"/g;
@@ -184,7 +185,7 @@ _PAGE = """(() => {
                 if (!f.counting) return;
                 const text = typeof event.data === 'string' ? event.data : decoder.decode(event.data);
                 f.display += (text.match(display) || []).length;
-                if (f.markdown === null && text.includes('text/markdown') && text.includes(mark))
+                if (f.markdown === null && text.includes('bettong-markdown') && text.includes(mark))
                     f.markdown = Date.now();
             });
         }
@@ -193,7 +194,7 @@ _PAGE = """(() => {
         const f = window.__frames;
         if (!f.counting || f.rendered) return;
         const cell = document.querySelectorAll('.jp-Notebook .jp-Cell')[f.cell];
-        const el = cell && cell.querySelector('.jp-OutputArea .jp-RenderedMarkdown');
+        const el = cell && cell.querySelector('.jp-OutputArea .bettong-markdown');
         if (el && el.textContent.includes(mark))
             requestAnimationFrame(() => { f.rendered = f.rendered || Date.now(); });
     }).observe(document, {childList: true, subtree: true, characterData: true});
