@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
@@ -66,6 +67,18 @@ def prepare(options: Options) -> Toolbox:
     return Toolbox(registry, cap.schemas(registry), system_prompt(options.capabilities, options.system))
 
 
+def _toolbox_inputs(options: Options) -> tuple:
+    """Everything a toolbox is built from, read afresh: each capability's instructions, and each
+    tool's spec with the fields its schema and registration read. Equal inputs (compared by
+    value: a tool edited in place is seen) build an equal toolbox."""
+    return (options.system, tuple(
+        (capability, cap.capability_instructions(capability), tuple(
+            (spec, *(cap.spec_field(spec, name) for name in ("name", "description", "parameters", "handler")),
+             cap.spec_field(spec, "concurrent", True))
+            for spec in cap.capability_tools(capability)))
+        for capability in options.capabilities))
+
+
 # --- the loop ---------------------------------------------------------------------------------
 
 @dataclass(eq=False)  # identity: a run is the approval scope of its own calls
@@ -86,6 +99,19 @@ class _Run:
     redactions: int = 0
     stopped: str | None = None  # why a person stopped the run
     corrections: int = 0  # answers sent back for not matching the output type
+    images: int = -1  # the images the history carries, counted as it grows (see carried())
+
+    def carried(self) -> int:
+        """How many images the next request carries: the history is only ever appended to, so
+        it is counted once and then by what each turn adds."""
+        if self.images < 0:
+            self.images = images.count(self.history)
+        return self.images
+
+    def append(self, message: dict) -> None:
+        self.history.append(message)
+        if self.images >= 0:
+            self.images += images.count((message,))
 
     def result(self, output: str | None, done: bool, **kw: Any) -> RunResult:
         messages = [{"role": "system", "content": self.system}, *self.history]
@@ -105,7 +131,7 @@ class _Run:
                 return self.result(text, False, stop_reason="invalid_output",
                                    reason=f"the answer did not match {shape.name}: {invalid}")
             self.corrections += 1
-            self.history.append({"role": "user", "content": shape.correction(invalid)})
+            self.append({"role": "user", "content": shape.correction(invalid)})
             return None
         return self.result(text, True, stop_reason=response.stop_reason, data=value)
 
@@ -208,15 +234,17 @@ class _Pending:
         return self.error is None and bool(self.verdict)
 
 
-async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunResult:
+async def execute(provider: Provider, options: Options, prompt: Prompt, *,
+                  toolbox: Toolbox | None = None) -> RunResult:
     """Run one prompt to an answer. ``options.messages`` is a prior transcript to continue; its
     system prompt is kept as it is, so the provider's cached prefix survives. The prompt's
-    images are converted and bounded here, before any request (an error for one that cannot go)."""
+    images are converted and bounded here, before any request (an error for one that cannot go).
+    ``toolbox``: the one ``options`` make, when the caller kept it from an earlier run."""
     # Text that cannot be encoded (a lone surrogate) is mended as it enters the transcript, here
     # and below for answers and tool results, so no later request of a session fails on it.
     content = clean(images.prompt_content(prompt, max_side=options.image_max_side,
                                           max_bytes=options.image_max_bytes))
-    toolbox = prepare(options)
+    toolbox = toolbox or prepare(options)
     prior = list(options.messages)
     system = prior[0]["content"] if prior else toolbox.system
     listener = options.on_event or (lambda event: None)
@@ -258,13 +286,13 @@ async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunRe
                 b.charge(response.usage)
             run.records.append(usage.RequestRecord(1, run.steps, response.model or request.model, latency,
                                                    response.usage, provider_name, sent_at,
-                                                   images=images.count(request.messages)))
+                                                   images=run.carried()))
             # The tool calls of a truncated (half-written) or refused answer are never run, so they
             # are not kept either: a tool call without its result is never sent to a provider.
             response.content = clean(response.content)
             content = response.content if not (response.truncated() or response.refused()) else [
                 b for b in response.content if b["type"] != "tool_use"]
-            run.history.append({"role": "assistant", "content": content})
+            run.append({"role": "assistant", "content": content})
             listener(events.AssistantMessage(run.steps, run.history[-1], response.usage, latency))
             uses = [b for b in content if b["type"] == "tool_use"]
             if not uses:
@@ -276,7 +304,7 @@ async def execute(provider: Provider, options: Options, prompt: Prompt) -> RunRe
                 return run.result(response.text(), done, stop_reason=response.stop_reason,
                                   reason=None if done else "the answer hit max_tokens",
                                   stop_details=response.stop_details)
-            run.history.append({"role": "user", "content": await run.tool_calls(uses)})
+            run.append({"role": "user", "content": await run.tool_calls(uses)})
             if fields["tool_choice"] not in (None, "auto", "none"):
                 fields["tool_choice"] = "auto"  # a forced call ("required", a name) forces the first step only
             if run.stopped is not None:
@@ -316,6 +344,7 @@ class ModelAgent:
             raise TypeError(f"{given} configure the built-in provider; set them on the provider you pass instead")
         self._factory = provider_factory
         self.provider = self._own_provider()
+        self._kept: tuple[tuple, Toolbox] | None = None  # the last run's toolbox and its inputs
 
     def __getstate__(self) -> dict:
         """Pickled (for a Dask worker) as its options and provider factory, never ``api_key``:
@@ -325,6 +354,7 @@ class ModelAgent:
     def __setstate__(self, state: dict) -> None:
         self.options, self._factory = state["options"], state["factory"]
         self.provider = self._own_provider()
+        self._kept = None
 
     def _own_provider(self) -> Provider:
         if self.options.provider is not None:
@@ -347,7 +377,27 @@ class ModelAgent:
 
     async def arun(self, prompt: Prompt, **overrides: Any) -> RunResult:
         provider, options = self.resolve(overrides)
-        return await execute(provider, options, prompt)
+        return await execute(provider, options, prompt, toolbox=self._toolbox(options))
+
+    def _toolbox(self, options: Options) -> Toolbox:
+        """The toolbox of the last run when its inputs are the same (compared by value), else a
+        new one: rebuilding every schema per run was most of the loop's own cost, and the same
+        tools list keeps its encoded JSON in the provider between runs."""
+        inputs = _toolbox_inputs(options)
+        kept = self._kept
+        if kept is not None and kept[0] == inputs:
+            return kept[1]
+        toolbox = prepare(options)
+        try:  # the parameters as they are now, so an edit made in place later is seen
+            system, capabilities = inputs
+            frozen = (system, tuple((capability, instructions, tuple(
+                (spec, name, description, copy.deepcopy(parameters), handler, concurrent)
+                for spec, name, description, parameters, handler, concurrent in tools))
+                for capability, instructions, tools in capabilities))
+        except Exception:  # parameters that cannot be copied: build afresh each run
+            frozen = None
+        self._kept = None if frozen is None else (frozen, toolbox)
+        return toolbox
 
     def run(self, prompt: Prompt, **overrides: Any) -> RunResult:
         return run_sync(self.arun(prompt, **overrides))

@@ -45,6 +45,7 @@ __all__ = [
     "ToolError",
     "capability_id",
     "capability_label",
+    "spec_field",
     "capability_instructions",
     "capability_tools",
     "parameters_schema",
@@ -118,6 +119,11 @@ def _get(obj: Any, key: str, default: Any = None) -> Any:
     if type(obj) is dict or isinstance(obj, collections.abc.Mapping):
         return obj.get(key, default)
     return getattr(obj, key, default)
+
+
+def spec_field(spec: Any, name: str, default: Any = None) -> Any:
+    """A field of a tool spec or a capability, whether it is a dict or an object."""
+    return _get(spec, name, default)
 
 
 def capability_id(cap: Any) -> str | None:

@@ -138,9 +138,21 @@ def is_credential_path(path: str) -> bool:
     return bool(pattern.search(path) or pattern.search(os.path.normpath(path)))
 
 
+_environ_seen: list = [None, []]  # a copy of os.environ as last read, and what it held
+
+
 def credential_values(env: Mapping[str, str] | None = None) -> list[str]:
     """The values of credential-named variables worth redacting (``os.environ`` by default)."""
-    env = os.environ if env is None else env
+    if env is None:
+        # Every redaction asks; the process environment rarely changes, and comparing a copy of
+        # it (one C-level dict comparison) costs far less than reading it again.
+        raw = getattr(os.environ, "_data", None)
+        if raw is not None and raw == _environ_seen[0]:
+            return _environ_seen[1]
+        values = credential_values(dict(os.environ))
+        if raw is not None:
+            _environ_seen[:] = [dict(raw), values]
+        return values
     return list(dict.fromkeys(
         v for k, v in env.items()
         if is_credential_name(k) and isinstance(v, str) and len(v.strip()) >= MIN_SECRET_LENGTH))

@@ -404,3 +404,28 @@ def test_a_refused_answer_is_not_the_answer():
     assert result.why() == "the model refused to answer — category: cyber; explanation: not this"
     assert result.answer_text() == "(the model refused to answer — category: cyber; explanation: not this)"
     assert result.stop_details["category"] == "cyber"
+
+
+def test_a_tool_edited_in_place_between_runs_is_seen():
+    """The agent keeps its toolbox from run to run (building every schema again was most of the
+    loop's own cost), but only while what it was built from is the same, compared by value."""
+    capability = weather_cap()
+    spec = capability["tools"][0]
+    model = Scripted(["ok"] * 5 + [[("get_weather", {"city": "Oslo"})], "ok"])
+    agent = bettong_nb.agent(provider=model, capabilities=[capability])
+    agent.run("one")
+    agent.run("two")
+    assert model.requests[0].tools is model.requests[1].tools  # kept: the provider reuses its JSON too
+    spec["description"] = "Weather, now in kelvin."
+    agent.run("three")
+    assert model.requests[2].tools[0]["description"] == "Weather, now in kelvin."
+    spec["parameters"]["city"]["description"] = "A city, in English."  # deep inside, in place
+    agent.run("four")
+    assert model.requests[3].tools[0]["parameters"]["properties"]["city"]["description"] == "A city, in English."
+    capability["tools"].append({"name": "get_time", "handler": lambda: "noon"})
+    capability["instructions"] = "Times are local."
+    agent.run("five")
+    assert [t["name"] for t in model.requests[4].tools] == ["get_weather", "get_time"]
+    assert model.requests[4].system[0].text.endswith("Times are local.")
+    spec["handler"] = lambda city: "sunny"  # a new handler is a new tool too
+    assert agent.run("six").tool_calls[0].result == "sunny"
