@@ -1,6 +1,6 @@
 """A batch on a Dask cluster against its floor (needs the dask extra).
 
-W4: 2,000 rows in 8 partitions on a LocalCluster of 2 worker processes, a model answering after
+W8: 2,000 rows in 8 partitions on a LocalCluster of 2 worker processes, a model answering after
 100 ms, ``max_concurrency=40`` across the cluster: the floor is 2000 / 40 x 0.1 s = 5 s. The
 cluster is started and warmed (each worker has imported the library and opened its pools) before
 the timed runs; what is timed is ``map_frame(...).compute()``, the semaphore and the scheduler
@@ -9,6 +9,8 @@ syncs included.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import time
 
 import bettong_nb
@@ -19,6 +21,9 @@ ROWS, PARTITIONS, LATENCY, CONCURRENCY = 2000, 8, 0.1, 40
 
 
 def measure(repeat: int = 3) -> list[dict]:
+    if importlib.util.find_spec("distributed") is None:
+        print("  bench.bench_dask: skipped: needs the dask extra (pip install -e '.[dask]')", file=sys.stderr)
+        return []
     import dask.dataframe as dd
     import pandas as pd
     from distributed import Client, LocalCluster
@@ -38,7 +43,7 @@ def measure(repeat: int = 3) -> list[dict]:
             walls.append(time.perf_counter() - started)
             cpus.append(time.process_time() - cpu)
             assert out["label"].notna().all(), out["error"].dropna().head()
-    return [row(f"W4 dask: {ROWS} rows, 8 partitions, 2 workers, c={CONCURRENCY}, 100 ms", walls, cpus,
+    return [row(f"W8 dask: {ROWS} rows, 8 partitions, 2 workers, c={CONCURRENCY}, 100 ms", walls, cpus,
                 floor=[floor], target=1.2, target_kind="ratio", scale=1, unit="s")]
 
 
