@@ -5,8 +5,9 @@
     except bettong_nb.ProviderError as err:
         err.status, err.retryable, err.retry_after
 
-Messages name the service and say what it answered; they never carry a key (the HTTP layer
-redacts them before the error is made). In IPython they show as one line (``ProviderError: No
+Messages name the service and say what it answered; they never carry a key: the HTTP layer
+redacts every error that passes through it, and only then cuts it short, so a key straddling
+the cut cannot leave a piece behind. In IPython they show as one line (``ProviderError: No
 DeepSeek API key: ...``), not a traceback through the library: the traceback is for bugs.
 """
 
@@ -14,7 +15,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ["UserError", "ServiceError", "OptionError"]
+__all__ = ["UserError", "ServiceError", "OptionError", "MESSAGE_CHARS"]
+
+# A service error's message at most, cut after redaction: what a server said is quoted whole
+# until then (see ServiceError.redact).
+MESSAGE_CHARS = 300
 
 
 class UserError(Exception):
@@ -45,10 +50,15 @@ class ServiceError(UserError, RuntimeError):
         self.retry_after = retry_after
 
     def redact(self, extra: Iterable[str | None] = ()) -> "ServiceError":
-        """Scrub the message and the body excerpt of credentials (and of ``extra`` values)."""
+        """Scrub the message and the body excerpt of credentials (and of ``extra`` values), then
+        cut the message to MESSAGE_CHARS: never the other way round."""
         from .secrets import redact
 
-        self.args = tuple(redact(arg, extra=extra)[0] if isinstance(arg, str) else arg for arg in self.args)
+        def scrubbed(text: str, limit: int | None) -> str:
+            text = redact(text, extra=extra)[0]
+            return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
+
+        self.args = tuple(scrubbed(arg, MESSAGE_CHARS) if isinstance(arg, str) else arg for arg in self.args)
         if self.body_excerpt is not None:
-            self.body_excerpt = redact(self.body_excerpt, extra=extra)[0]
+            self.body_excerpt = scrubbed(self.body_excerpt, None)
         return self

@@ -166,20 +166,21 @@ def excerpt(text: str) -> str:
 
 
 def _server_message(text: str) -> str:
-    """What the server said: ``error.message``, ``message`` or ``error``, else a body excerpt."""
+    """What the server said: ``error.message``, ``message`` or ``error``, else the body (whole:
+    :meth:`Transport.fail` cuts the message once it is redacted)."""
     try:
         data = json.loads(text)
     except ValueError:
-        return excerpt(text.strip())
+        return text.strip()
     if isinstance(data, Mapping):
         err = data.get("error")
         if isinstance(err, Mapping) and err.get("message"):
-            return excerpt(str(err["message"]))
+            return str(err["message"])
         if data.get("message"):
-            return excerpt(str(data["message"]))
+            return str(data["message"])
         if isinstance(err, str) and err:
-            return excerpt(err)
-    return excerpt(text.strip())
+            return err
+    return text.strip()
 
 
 def _retry_after(headers: httpx.Headers) -> float | None:
@@ -256,10 +257,13 @@ class Transport:
 
     def connection_message(self, url: str, exc: Exception) -> str:
         kind = "timed out" if isinstance(exc, (httpx.TimeoutException, TimeoutError)) else "could not be reached"
-        return f"{self.service} at {url} {kind}: {type(exc).__name__}: {exc}".rstrip(": ")
+        shown = secrets.url_without_credentials(url)
+        # httpx may quote the URL itself, with whatever password or key it holds
+        detail = str(exc).replace(url, shown)
+        return f"{self.service} at {shown} {kind}: {type(exc).__name__}: {detail}".rstrip(": ")
 
     def not_json_message(self, status: int, body: str) -> str:
-        return f"{self.service} answered {status} with a body that is not JSON: {excerpt(body)}"
+        return f"{self.service} answered {status} with a body that is not JSON: {body}"
 
     # --- errors -------------------------------------------------------------------------------
 
@@ -269,8 +273,17 @@ class Transport:
 
     def fail(self, message: str, *, body_excerpt: str | None = None, **details: Any) -> ServiceError:
         """The service's error for ``message``, redacted."""
-        return self.error(self._redacted(message), service=self.service,
-                          body_excerpt=None if body_excerpt is None else self._redacted(body_excerpt), **details)
+        return self.error(message, service=self.service, body_excerpt=body_excerpt, **details).redact([self._secret()])
+
+    @contextlib.contextmanager
+    def redacting(self) -> Iterator[None]:
+        """Around reading an answer: an error raised there (a provider quoting what the server
+        sent, whole) leaves redacted of this service's key and cut short."""
+        try:
+            yield
+        except ServiceError as err:
+            err.redact([self._secret()])
+            raise
 
     def _status_error(self, status: int, body: str, headers: httpx.Headers) -> ServiceError:
         body = self._redacted(body)
@@ -300,7 +313,8 @@ class Transport:
             await self._wait_for_pause()
             try:
                 async with gate.slot(self.service) if gate is not None else contextlib.nullcontext():
-                    return await attempt()
+                    with self.redacting():
+                        return await attempt()
             except ServiceError as err:
                 if not err.retryable or number == self.max_retries:
                     raise
@@ -338,7 +352,7 @@ class Transport:
                     with borrow() as client:
                         response = await client.request(method, url, params=params, content=content,
                                                         headers=self.headers(headers), timeout=self.timeout)
-            except (httpx.HTTPError, TimeoutError) as exc:
+            except (httpx.HTTPError, httpx.InvalidURL, TimeoutError) as exc:
                 raise self._connection_error(url, exc) from None
             if check and not 200 <= response.status_code < 300:
                 raise self._status_error(response.status_code, response.text, response.headers)
@@ -379,7 +393,7 @@ class Transport:
                         body = (await response.aread()).decode("utf-8", "replace")
                         raise self._status_error(response.status_code, body, response.headers)
                     yield self._lines(response, url)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise self._connection_error(url, exc) from None
 
     async def stream(self, path: str, payload: Mapping[str, Any] | bytes,

@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from . import secrets
 from .errors import OptionError
 from .images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE
 
@@ -30,7 +31,7 @@ class Options:
     """What a run is made of. See the README's options table for each one."""
 
     capabilities: tuple = ()
-    api_key: str | None = field(default=None, repr=False)
+    api_key: str | None = None  # never in repr()
     model: str | None = None
     base_url: str | None = None
     max_steps: int = 10
@@ -79,6 +80,12 @@ class Options:
         """These options with ``overrides`` applied (checked like construction)."""
         self.check(overrides, "override")
         return dataclasses.replace(self, **_normalised(overrides)) if overrides else self
+
+    def __repr__(self) -> str:
+        # base_url may hold ``user:password@`` or ``?api_key=``; api_key is never shown
+        shown = (f"{f.name}={secrets.url_without_credentials(value) if f.name == 'base_url' and value else value!r}"
+                 for f in dataclasses.fields(self) if f.name != "api_key" for value in [getattr(self, f.name)])
+        return f"Options({', '.join(shown)})"
 
     def request_fields(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in REQUEST_OPTIONS}

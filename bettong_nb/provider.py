@@ -207,9 +207,9 @@ def decode_arguments(value: Any) -> Any:
 
 
 def malformed(provider: str, what: str, value: Any) -> ProviderError:
-    """The error for an answer whose shape we cannot read; ``value`` is shown cut short."""
+    """The error for an answer whose shape we cannot read, quoting ``value`` whole: the transport
+    redacts the error, then cuts it short."""
     shown = json.dumps(value, ensure_ascii=False, default=str)
-    shown = shown if len(shown) <= 200 else shown[:200] + "…"
     return ProviderError(f"{provider} sent {what}: {shown}", provider=provider)
 
 

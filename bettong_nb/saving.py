@@ -186,26 +186,10 @@ def _secret_values(target: Any) -> list[str]:
     return secrets.values_held_by(holders)
 
 
-def _redacted(value: Any, extra: list[str], context: contextvars.Context) -> Any:
-    """``value`` with every string in it redacted, keys too; image bytes (base64) are not text
-    and are left as they are."""
-    if isinstance(value, str):
-        return context.run(secrets.redact, value, extra=extra)[0]
-    if isinstance(value, Mapping):
-        if value.get("type") == "image" and isinstance(value.get("data"), str):
-            return {k: v if k == "data" else _redacted(v, extra, context) for k, v in value.items()}
-        return {_redacted(str(k), extra, context): _redacted(v, extra, context) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_redacted(v, extra, context) for v in value]
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    return _redacted(str(value), extra, context)  # anything else is written as its text: redact that
-
-
 def redacted_document(target: Any) -> dict:
     """:func:`document`, every string redacted. A fresh context: ``secrets.revealed()`` around a
     save does not turn redaction off for the disk."""
-    return _redacted(document(target), _secret_values(target), contextvars.Context())
+    return contextvars.Context().run(secrets.redact_data, document(target), extra=_secret_values(target))
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:

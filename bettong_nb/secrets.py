@@ -53,11 +53,11 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
 
 __all__ = ["REDACTED", "MIN_SECRET_LENGTH", "CREDENTIAL_PATHS", "is_credential_name", "is_credential_path",
-           "credential_values", "stripped_env", "redact", "redaction_spans", "revealed", "redacting",
+           "credential_values", "stripped_env", "redact", "redact_data", "redaction_spans", "revealed", "redacting",
            "url_without_credentials", "values_held_by", "hold", "held"]
 
 REDACTED = "[redacted]"
@@ -219,6 +219,25 @@ def redact(text: str, *, extra: Iterable[str | None] = ()) -> tuple[str, int]:
         pos = end
     out.append(source[pos:])
     return ("".join(out) if plain else b"".join(out).decode("utf-8", "surrogatepass")), len(spans)
+
+
+def redact_data(value: Any, *, extra: Iterable[str | None] = ()) -> Any:
+    """JSON-like ``value`` with every string in it redacted, keys too, for what goes to disk
+    (a string redacted one by one, not the JSON text: there a broken line is ``\\n``). Image
+    bytes (``{"type": "image", "data": base64}``) are not text and are left as they are; any
+    other object is written as its text, redacted."""
+    extra = list(extra)
+    if isinstance(value, str):
+        return redact(value, extra=extra)[0]
+    if isinstance(value, Mapping):
+        if value.get("type") == "image" and isinstance(value.get("data"), str):
+            return {k: v if k == "data" else redact_data(v, extra=extra) for k, v in value.items()}
+        return {redact(str(k), extra=extra)[0]: redact_data(v, extra=extra) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_data(v, extra=extra) for v in value]
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return redact(str(value), extra=extra)[0]
 
 
 def redaction_spans(text: str, *, extra: Iterable[str | None] = ()) -> list[tuple[int, int]]:
@@ -563,9 +582,11 @@ def _userinfo_secret(data: bytes, start: int) -> tuple[int, int] | None:
         span = loose.span(1)
     else:
         colon = authority.find(b":", 0, at)
-        if colon >= 0:
+        if 0 <= colon < at - 1:
             span = (start + colon + 1, start + at)
-        elif at >= MIN_SECRET_LENGTH and not _USER_NAME.fullmatch(authority, 0, at):
+        elif colon >= 0 and colon >= MIN_SECRET_LENGTH:  # ``token:@host``: the token is the secret
+            span = (start, start + colon)
+        elif colon < 0 and at >= MIN_SECRET_LENGTH and not _USER_NAME.fullmatch(authority, 0, at):
             span = (start, start + at)
         else:
             return None
@@ -586,8 +607,9 @@ def url_without_credentials(url: str) -> str:
     except (ValueError, TypeError):
         return url if not isinstance(url, str) else _without_userinfo(url)
     if at:
-        user, colon, _ = userinfo.partition(":")
-        userinfo = f"{user}:{REDACTED}" if colon else REDACTED
+        user, colon, password = userinfo.partition(":")
+        # a lone token (``token@host``, ``token:@host``) is the secret; a user name beside a password is not
+        userinfo = f"{user}:{REDACTED}" if password else REDACTED
     query = parts.query
     pairs = parse_qsl(query, keep_blank_values=True)
     if any(is_credential_name(name) for name, _ in pairs):

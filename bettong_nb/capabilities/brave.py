@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from .search import RESULTS_TAIL, SearchCapability, Source, dig, results_from
+from .search import RESULTS_TAIL, SearchCapability, Source, dig, keyed, results_from
 
 __all__ = ["brave", "parse_brave", "MAX_RESULTS"]
 
@@ -23,6 +23,7 @@ def parse_brave(body: object) -> list[dict]:
     return results_from(dig(body, "web", "results"), snippet="description")
 
 
+@keyed
 def brave(api_key: str | None = None, *, max_results: int = 5, snippet_length: int = 300, timeout: float = 15.0,
           base_url: str | None = None, instructions: str | None = None,
           description: str | None = None) -> SearchCapability:

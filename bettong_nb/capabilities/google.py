@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from .search import RESULTS_TAIL, SearchCapability, Source, dig, results_from
+from .search import RESULTS_TAIL, SearchCapability, Source, dig, keyed, results_from
 
 __all__ = ["google", "parse_google", "MAX_RESULTS"]
 
@@ -31,6 +31,7 @@ def parse_google(body: object) -> list[dict]:
     return results_from(dig(body, "items"), url="link")
 
 
+@keyed
 def google(api_key: str | None = None, cx: str | None = None, *, max_results: int = 5, snippet_length: int = 300,
            timeout: float = 15.0, base_url: str | None = None, instructions: str | None = None,
            description: str | None = None) -> SearchCapability:

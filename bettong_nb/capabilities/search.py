@@ -18,6 +18,7 @@ backend that calls their API; the HTTP, error and HTML handling they share lives
 
 from __future__ import annotations
 
+import functools
 import html
 import inspect
 import json
@@ -30,11 +31,12 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from ..capability import Tool
 from ..errors import ServiceError
 from ..http import Transport
+from ..portable import rebuild
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["SearchCapability", "SearchError", "search", "format_results", "strip_tags", "unescape_html"]
+__all__ = ["SearchCapability", "SearchError", "search", "keyed", "format_results", "strip_tags", "unescape_html"]
 
 DEFAULT_DESCRIPTION = ("Search and return the top results as title, URL and snippet. "
                        "Snippets are short: follow the URL for more.")
@@ -60,6 +62,36 @@ class SearchCapability:
     id: str
     instructions: str | None
     tools: list[Tool] = field(default_factory=list)
+    secret: str | None = field(default=None, repr=False, compare=False)
+    # (factory, its arguments but the key): how a named source travels, see keyed()
+    made_by: tuple[Callable[..., Any], dict] | None = field(default=None, repr=False, compare=False)
+
+    def secret_values(self) -> list[str]:
+        """The source's key: a page or another tool may quote it back, and it is redacted there."""
+        return [self.secret] if self.secret else []
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        if self.made_by is None:
+            return super().__reduce_ex__(protocol)
+        factory, settings = self.made_by
+        return rebuild, (factory, settings)
+
+
+def keyed(factory: Callable[..., SearchCapability]) -> Callable[..., SearchCapability]:
+    """For a named source's factory: its capabilities pickle (to a Dask worker) as the call that
+    made them without ``api_key``, so the key never enters a task graph; the worker reads it from
+    its environment (see :mod:`bettong_nb.portable`)."""
+    signature = inspect.signature(factory)
+
+    @functools.wraps(factory)
+    def make(*args: Any, **kwargs: Any) -> SearchCapability:
+        capability = factory(*args, **kwargs)
+        settings = signature.bind(*args, **kwargs).arguments
+        settings.pop("api_key", None)
+        capability.made_by = (make, settings)
+        return capability
+
+    return make
 
 
 def whole_number(name: str, value: Any, *, minimum: int = 1) -> int:
@@ -278,8 +310,10 @@ class Source:
             asked = {"method": "GET", **request(key, query, max_results)}
             return parse(await fetch_json(self, asked.pop("method"), endpoint, timeout=timeout, secret=key, **asked))
 
-        return self.capability(backend, max_results=max_results, snippet_length=snippet_length,
-                               instructions=instructions, description=description)
+        capability = self.capability(backend, max_results=max_results, snippet_length=snippet_length,
+                                     instructions=instructions, description=description)
+        capability.secret = key
+        return capability
 
     def capability(self, backend: Callable[..., Any], *, max_results: int, snippet_length: int,
                    instructions: str | None, description: str | None) -> SearchCapability:
@@ -300,13 +334,9 @@ def seconds(timeout: Any) -> float:
     return float(timeout)
 
 
-def _excerpt(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit].rstrip() + "..."
-
-
 def _detail(body: str) -> str:
-    """What the server said: the message inside its JSON error, else the body's text."""
+    """What the server said: the message inside its JSON error, else the body's text, on one
+    line and whole (the transport cuts the message once it is redacted)."""
     try:
         data = json.loads(body)
     except ValueError:
@@ -322,8 +352,8 @@ def _detail(body: str) -> str:
         ]
         for candidate in candidates:
             if isinstance(candidate, str) and candidate.strip():
-                return _excerpt(candidate)
-    return _excerpt(strip_tags(body) if "<" in body else body)
+                return _one_line(candidate)
+    return _one_line(strip_tags(body) if "<" in body else body)
 
 
 # Words a server uses when it is the key it refuses, not the request.
@@ -365,7 +395,7 @@ class SourceTransport(Transport):
 
     def not_json_message(self, status: int, body: str) -> str:
         return (f"{self.source.name} search answered with something that is not JSON: "
-                f"{_excerpt(strip_tags(body) or '(empty body)')}")
+                f"{_one_line(strip_tags(body)) or '(empty body)'}")
 
     def status_error(self, status: int, body: str) -> SearchError:
         """The error for a non-2xx answer read by the caller (``check=False``)."""

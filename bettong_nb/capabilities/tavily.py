@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from .search import RESULTS_TAIL, SearchCapability, Source, dig, results_from
+from .search import RESULTS_TAIL, SearchCapability, Source, dig, keyed, results_from
 
 __all__ = ["tavily", "parse_tavily", "MAX_RESULTS"]
 
@@ -25,6 +25,7 @@ def parse_tavily(body: object) -> list[dict]:
     return results_from(dig(body, "results"), snippet="content")
 
 
+@keyed
 def tavily(api_key: str | None = None, *, search_depth: str = "basic", max_results: int = 5,
            snippet_length: int = 300, timeout: float = 15.0, base_url: str | None = None,
            instructions: str | None = None, description: str | None = None) -> SearchCapability:

@@ -258,7 +258,7 @@ def _block(raw: dict) -> dict:
 def decode_response(body: Any, provider: str = "anthropic") -> Response:
     if isinstance(body, Mapping) and body.get("type") == "error":  # an error inside a 200
         err = body.get("error") if isinstance(body.get("error"), Mapping) else {}
-        raise ProviderError(f"{provider} error ({err.get('type', 'error')}): {str(err.get('message', body))[:200]}",
+        raise ProviderError(f"{provider} error ({err.get('type', 'error')}): {err.get('message', body)}",
                             provider=provider)
     if not isinstance(body, Mapping) or not isinstance(body.get("content"), list):
         raise ProviderError(f"No message in {provider} API response", provider=provider)
@@ -309,7 +309,7 @@ class _StreamFold:
         elif kind == "error":
             err = event.get("error") if isinstance(event.get("error"), Mapping) else {"message": event.get("error")}
             err_type = err.get("type", "error")
-            raise ProviderError(f"{self.provider} stream error ({err_type}): {str(err.get('message', err))[:200]}",
+            raise ProviderError(f"{self.provider} stream error ({err_type}): {err.get('message', err)}",
                                 provider=self.provider, status=_TRANSIENT_STREAM_ERRORS.get(err_type),
                                 retryable=err_type in _TRANSIENT_STREAM_ERRORS)
         # ping and event types added later carry nothing the answer needs
@@ -375,7 +375,7 @@ async def _sse_events(lines: AsyncIterator[str], provider: str) -> AsyncIterator
         try:
             yield json.loads(text)
         except ValueError:
-            raise ProviderError(f"{provider} sent a stream event that is not JSON: {text[:200]}",
+            raise ProviderError(f"{provider} sent a stream event that is not JSON: {text}",
                                 provider=provider) from None
     if data:
         try:
@@ -449,7 +449,7 @@ class AnthropicProvider:
 
     async def complete(self, request: Request) -> Response:
         body = await self.transport.post_json("/v1/messages", self._payload(request, False))
-        with reading(self.name):
+        with self.transport.redacting(), reading(self.name):
             return decode_response(body, self.name)
 
     async def stream(self, request: Request, on_event: Callable[[Any], Any]) -> Response:

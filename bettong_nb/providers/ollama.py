@@ -61,6 +61,7 @@ def host_url(value: str | None) -> str:
         scheme, rest = "http", text
     default_port = {"http": "80", "https": "443"}.get(scheme, "11434") if sep else "11434"
     hostport, _, path = rest.partition("/")
+    userinfo, at, hostport = hostport.rpartition("@")  # user:password@ stays as given
     if hostport.startswith("["):
         host, _, port = hostport[1:].partition("]")
         port = port.lstrip(":")
@@ -70,7 +71,7 @@ def host_url(value: str | None) -> str:
         host, port = hostport, ""  # a name, or a bare IPv6 address
     host = "127.0.0.1" if host in _WILDCARDS else host
     host = f"[{host}]" if ":" in host else host
-    return f"{scheme}://{host}:{port or default_port}" + (f"/{path}" if path else "")
+    return f"{scheme}://{userinfo}{at}{host}:{port or default_port}" + (f"/{path}" if path else "")
 
 
 def _with_images(message: dict, images: list[dict] | None) -> dict:
@@ -188,7 +189,7 @@ def _check(body: Any, provider: str) -> Mapping[str, Any]:
     if not isinstance(body, Mapping):
         raise ProviderError(f"{provider} answered with JSON that is not an object", provider=provider)
     if body.get("error"):  # Ollama reports some failures inside a 200
-        raise ProviderError(f"{provider} error: {str(body['error'])[:200]}", provider=provider)
+        raise ProviderError(f"{provider} error: {body['error']}", provider=provider)
     return body
 
 
@@ -245,7 +246,8 @@ class OllamaProvider:
 
     async def complete(self, request: Request) -> Response:
         body = await self.transport.post_json("/api/chat", self._payload(request, False))
-        return decode_response(body, self.name, _calls_so_far(request))
+        with self.transport.redacting():
+            return decode_response(body, self.name, _calls_so_far(request))
 
     async def stream(self, request: Request, on_event: Callable[[Any], Any]) -> Response:
         payload = self._payload(request, True)
@@ -261,7 +263,7 @@ class OllamaProvider:
                 try:
                     chunk = _check(json.loads(line), self.name)
                 except ValueError:
-                    raise ProviderError(f"{self.name} sent a stream line that is not JSON: {line[:200]}",
+                    raise ProviderError(f"{self.name} sent a stream line that is not JSON: {line}",
                                         provider=self.name) from None
                 message = _readable(chunk.get("message") or {}, self.name)
                 if message.get("thinking"):

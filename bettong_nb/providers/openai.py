@@ -278,7 +278,8 @@ class OpenAIProvider:
 
     async def complete(self, request: Request) -> Response:
         body = await self.transport.post_json("/chat/completions", self._payload(request, False))
-        return decode_response(body, self.name)
+        with self.transport.redacting():
+            return decode_response(body, self.name)
 
     async def stream(self, request: Request, on_event: Callable[[Any], Any]) -> Response:
         payload = self._payload(request, True)
@@ -295,7 +296,7 @@ class OpenAIProvider:
                 try:
                     chunk = json.loads(data)
                 except ValueError:
-                    raise ProviderError(f"{self.name} sent a stream event that is not JSON: {data[:200]}",
+                    raise ProviderError(f"{self.name} sent a stream event that is not JSON: {data}",
                                         provider=self.name) from None
                 state.feed(chunk, emit)
             if not (state.finished or state.finish):

@@ -75,10 +75,10 @@ class Recording:
         # A cassette outlives the session, so it is redacted even inside secrets.revealed():
         # a fresh context has every switch at its default, redaction on.
         redact = contextvars.Context().run
+        record = redact(secrets.redact_data, record, extra=self.secret_values())
         if deltas is not None:
             record["stream"] = redact(_redacted_deltas, deltas, self.secret_values())
         line = json.dumps(record, ensure_ascii=False, sort_keys=True)
-        line, _ = redact(secrets.redact, line, extra=self.secret_values())
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as f:
             f.write(line + "\n")
