@@ -71,7 +71,7 @@ def passed(r: dict) -> bool:
 
 def table(rows: list[dict]) -> str:
     head = f"| {'workload':<52} | median | min | max | cpu median | floor | ratio | target | ok |"
-    lines = [head, "|" + "---|" * 10]
+    lines = [head, "|" + "---|" * 9]
     fmt = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
     for r in rows:
         target = {"ratio": f"<= {r['target']}x", "at least": f">= {r['target']} {r['unit']}"}.get(

@@ -29,6 +29,7 @@ from . import capability, events, secrets, usage
 from .agent import Agent, ModelAgent
 from .approvals import Allow, ApprovalRequest, Deny, approve_all, ask_in_terminal
 from .capability import Capability, Tool, ToolOutput, tool
+from .errors import OptionError, ServiceError, UserError
 from .images import Image
 from .presets import (  # after .agent: `agent` is this function
     agent,
@@ -48,6 +49,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent", "ModelAgent", "Session", "load_session", "RunResult", "ToolCall", "ApprovalRequest", "Allow", "Deny", "Usage",
     "Capability", "Tool", "ToolOutput", "tool", "Image", "Provider", "ProviderError", "Request", "Response",
+    "UserError", "OptionError", "ServiceError",
     "agent", "deepseek", "openai", "anthropic", "ollama", "offline", "approve_all", "ask_in_terminal",
     "capability", "capabilities", "events", "secrets", "usage", "providers", "edn", "batch_usage",
     "load_ipython_extension", "unload_ipython_extension",

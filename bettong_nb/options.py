@@ -94,14 +94,47 @@ class Options:
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(Options)}
 
 
+def _whole(minimum: int) -> tuple[str, Callable[[Any], bool]]:
+    return (f"a whole number of at least {minimum}",
+            lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= minimum)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+
+
+_TEXT = ("text", lambda value: isinstance(value, str))
+_SEQUENCE = ("a list", lambda value: isinstance(value, (list, tuple)))
+# What each option must be when it is not None; a wrong type is caught here, not as a TypeError
+# deep in a run after a request was paid for.
+_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "capabilities": _SEQUENCE, "messages": _SEQUENCE,
+    "max_steps": _whole(0), "max_tokens": _whole(1), "max_retries": _whole(0), "output_retries": _whole(0),
+    "token_budget": _whole(0), "num_ctx": _whole(1), "image_max_side": _whole(16), "image_max_bytes": _whole(1024),
+    "temperature": ("a number of at least 0", _number), "cost_budget": ("a number of at least 0", _number),
+    "timeout": ("seconds or a mapping of connect/read/write/pool seconds",
+                lambda value: isinstance(value, Mapping) or (_number(value) and value > 0)),
+    "stream": ("True or False", lambda value: isinstance(value, bool)),
+    "model": _TEXT, "base_url": _TEXT, "system": _TEXT, "tool_choice": _TEXT, "effort": _TEXT,
+    "thinking_display": _TEXT, "api_key": _TEXT,
+    "keep_alive": ("text or seconds", lambda value: isinstance(value, (str, int)) and not isinstance(value, bool)),
+    "prices": ("a mapping of prices", lambda value: isinstance(value, Mapping)),
+    "on_event": ("a function", callable),
+}
+
+
 def _normalised(given: Mapping[str, Any]) -> dict[str, Any]:
-    """Sequences as tuples (an Options is frozen); None back to the default where the default is
-    not None (``max_steps=None`` means 10), so an override can say "as usual"."""
+    """Checked against _KINDS; sequences as tuples (an Options is frozen); None back to the
+    default where the default is not None (``max_steps=None`` means 10), so an override can say
+    "as usual"."""
     out = {}
     for name, value in given.items():
-        if value is None and _DEFAULTS[name] is not None:
+        if value is None:
             value = _DEFAULTS[name]
-        elif name in ("capabilities", "messages") and value is not None:
+        elif name in _KINDS and not _KINDS[name][1](value):
+            shown = f"a {type(value).__name__}" if name == "api_key" else repr(value)[:200]  # a key is never shown
+            raise OptionError(f"{name} must be {_KINDS[name][0]}, not {shown}")
+        elif name in ("capabilities", "messages"):
             value = tuple(value)
         out[name] = value
     return out

@@ -6,6 +6,7 @@ import threading
 import pytest
 
 import bettong_nb
+from bettong_nb import OptionError
 from bettong_nb import Deny, events
 from bettong_nb.agent import BASE_SYSTEM_PROMPT
 from bettong_nb.options import Options
@@ -205,6 +206,33 @@ def test_unknown_options_raise_at_construction_and_per_call():
     agent = bettong_nb.agent(provider=Scripted(["x"]))
     with pytest.raises(TypeError, match="Unknown override options: colour, flavour"):
         agent.run("go", flavour=1, colour=2)
+
+
+WRONG_TYPES = [
+    ("capabilities", "fs"), ("messages", "hi"), ("max_steps", "ten"), ("max_steps", True), ("max_steps", -1),
+    ("max_tokens", 0), ("max_retries", 1.5), ("output_retries", "2"), ("output_retries", -1),
+    ("token_budget", "lots"), ("cost_budget", -0.5), ("temperature", "warm"), ("stream", "no"),
+    ("model", 4), ("system", ["a"]), ("prices", 0.1), ("on_event", "print"), ("timeout", -1),
+    ("image_max_side", 2.5), ("keep_alive", True),
+]
+
+
+@pytest.mark.parametrize("name, value", WRONG_TYPES)
+def test_an_option_of_the_wrong_kind_is_refused_before_any_request(name, value):
+    """At construction and per call, as one OptionError naming the option: never a TypeError
+    from inside a run after a request was paid for."""
+    with pytest.raises(OptionError, match=f"^{name} must be "):
+        bettong_nb.agent(provider=Scripted(["x"]), **{name: value})
+    model = Scripted(["x"])
+    with pytest.raises(OptionError, match=f"^{name} must be "):
+        bettong_nb.agent(provider=model).run("go", **{name: value})
+    assert model.requests == []
+
+
+def test_a_key_of_the_wrong_kind_is_not_shown():
+    with pytest.raises(OptionError) as caught:
+        bettong_nb.agent(provider=Scripted(["x"]), api_key=b"sk-bytes-key-0123456789abcdef")
+    assert "bytes" in str(caught.value) and "0123456789" not in str(caught.value)
 
 
 def test_overrides_apply_per_call_only():
