@@ -19,7 +19,6 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from . import usage
 from .images import MEDIA_TYPES
 from .sanitize import markdown_code, markdown_fence, markdown_literal, markdown_text
 from .saving import FORMAT, Saved, save, snapshot, write_text
@@ -70,7 +69,7 @@ def _title(saved: Saved) -> str:
 
 def _turn_line(result: Any, saved: Saved) -> str:
     """The turn's usage, after why it stopped early when it did, in italics."""
-    line = usage.line(result.usage, saved.prices)
+    line = result.usage_line(saved.prices)
     if not result.done:
         line = f"stopped early: {result.reason or result.stop_reason} · {line}"
     return f"*{_one_line(line)}*"
@@ -121,7 +120,7 @@ def markdown(saved: Saved) -> str:
     """The conversation as Markdown: each turn's prompt and answers, tool calls as nested lists
     (arguments and result fenced), images as a placeholder line."""
     system, groups = _turns(saved.transcript)
-    lines = [f"# {_title(saved)}", "", _one_line(usage.line(saved.usage, saved.prices)), ""]
+    lines = [f"# {_title(saved)}", "", _one_line(saved.usage_line()), ""]
     if system is not None:
         lines += ["<details><summary>System prompt</summary>", "", *_fenced(system, "text"), "", "</details>", ""]
     for number, group in enumerate(groups, 1):
@@ -215,7 +214,7 @@ def notebook(saved: Saved) -> str:
     """The conversation as a notebook (nbformat 4.5): a heading cell with the usage and the
     system prompt, then per turn a Markdown cell and its tool calls as collapsible outputs."""
     system, groups = _turns(saved.transcript)
-    head = [f"# {_title(saved)}", "", _one_line(usage.line(saved.usage, saved.prices))]
+    head = [f"# {_title(saved)}", "", _one_line(saved.usage_line())]
     if system is not None:
         head += ["", "<details><summary>System prompt</summary>", "", *_fenced(system, "text"), "", "</details>"]
     cells = [_markdown_cell("conversation", head)]

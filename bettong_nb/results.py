@@ -145,7 +145,7 @@ class RunResult(Ledger):
     def __str__(self) -> str:  # what print() puts on a terminal: no control sequence of the model's
         from .sanitize import terminal_text
 
-        return terminal_text(f"{self.answer_text()}\n  {usage.summary(self.usage)}")
+        return terminal_text(f"{self.answer_text()}\n  {self.usage_line()}")
 
     def __repr__(self) -> str:
         answer = self.output if self.output is None or len(self.output) <= 60 else self.output[:60] + "…"

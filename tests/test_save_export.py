@@ -369,3 +369,17 @@ def test_notebook_export_validates_and_runs_with_its_tool_calls_kept(tmp_path):
     ran = run_notebook(nbformat.read(path, as_version=4), tmp_path)
     assert [c.get("outputs") for c in ran.cells if c.cell_type == "code"] == \
         [c.outputs for c in notebook.cells if c.cell_type == "code"]
+
+
+def test_print_and_every_export_show_the_cost_the_ledger_prices(tmp_path):
+    """One way of pricing: the usage line of print(result), the Markdown and the notebook export
+    is the Ledger's (each request priced on its own), the one the notebook display shows."""
+    prices = {"input": 0.27, "output": 1.1, "currency": "EUR"}
+    with LoopbackServer(ChatScript([chat_message("one"), chat_message("two")])) as server:
+        chat = bettong_nb.openai(base_url=server.url, api_key=KEY, model="m", prices=prices).session()
+        first = chat.run("first")
+        chat.run("second")
+    assert "· cost €" in first.usage_line() and first.usage_line() in str(first)
+    for suffix in (".md", ".ipynb"):
+        text = chat.export(tmp_path / f"chat{suffix}").read_text()
+        assert first.usage_line().replace("(", "").split("· ")[-1] in text.replace("\\", ""), suffix
