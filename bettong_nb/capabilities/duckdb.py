@@ -116,7 +116,7 @@ class DuckDB:
     memory_limit: str = "1GB"
     threads: int | None = None
     id: str = field(default="duckdb", init=False)
-    instructions: str = field(init=False)
+    instructions: str | None = field(init=False)  # None when --data moves it into the cell's prompt
     tools: list[Tool] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -136,7 +136,8 @@ class DuckDB:
         self.tools = [
             Tool(name="query_data", handler=self.query_data,
                  description=(f"Run one read-only DuckDB SQL query and get a table of at most {self.max_rows} rows "
-                              "with the total row count. Aggregate, filter and join in SQL."),
+                              "with the total row count. Aggregate, filter and join in SQL."
+                              + (f" Tables: {', '.join(self._table_names)}." if self._table_names else "")),
                  parameters={"sql": {"type": "string", "description": "One SELECT query.", "required": True}}),
             Tool(name="describe_data", handler=self.describe_data,
                  description=("Columns with their types, the row count and the first rows of a data file "
