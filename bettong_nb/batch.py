@@ -290,8 +290,10 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
     ``prompt`` is a template over the columns, ``"Classify: {text}"``. With ``output_type`` (see
     :mod:`bettong_nb.structured`) each field of the answer gets its own typed column (Int64,
     Float64, boolean, string, categorical for an Enum or Literal, object for lists), a category
-    or other non-object answer goes in ``output``, and a row that failed has NA in every field
-    and its reason in ``error``. The batch's usage frame is ``result.attrs["usage_frame"]``.
+    or other non-object answer (and an object without named fields, ``dict[str, int]``) goes in
+    ``output``, and a row that failed, or whose value its column cannot hold, has NA in every
+    field and its reason in ``error``. A column of ``frame`` that the answer or ``error`` would
+    replace is refused before any request. The batch's usage frame is ``result.attrs["usage_frame"]``.
     (A Dask frame goes to :func:`bettong_nb.distributed.map_frame` instead: ``agent.map_frame``
     picks.)
     """
