@@ -17,6 +17,7 @@ import copy
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from . import approvals, budget, events, images, secrets, structured, usage
 from . import capability as cap
@@ -261,6 +262,8 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *,
     if shape is not None:
         fields["format"] = shape.schema
     provider_name = getattr(provider, "name", None)
+    # Where the requests go: a price table's prices hold only at the provider's own API (pricing).
+    host = urlsplit(str(getattr(provider, "base_url", None) or "")).hostname
     with events.listening(listener):
         listener(events.RunStarted(toolbox.system, toolbox.tools))
         while True:
@@ -286,7 +289,7 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *,
                 b.charge(response.usage)
             run.records.append(usage.RequestRecord(1, run.steps, response.model or request.model, latency,
                                                    response.usage, provider_name, sent_at,
-                                                   images=run.carried()))
+                                                   images=run.carried(), host=host))
             # The tool calls of a truncated (half-written) or refused answer are never run, so they
             # are not kept either: a tool call without its result is never sent to a provider.
             response.content = clean(response.content)

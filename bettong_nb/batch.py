@@ -26,7 +26,7 @@ from ._sync import run_sync
 from .results import Ledger, RunResult
 from .structured import Shape
 
-__all__ = ["Batch", "amap", "amap_frame", "map_frame", "map_prompts", "Progress", "install_progress"]
+__all__ = ["Batch", "amap", "amap_frame", "map_frame", "map_prompts", "Progress", "install_progress", "check_columns"]
 
 
 class Batch(list, Ledger):
@@ -214,8 +214,7 @@ class _Template(string.Formatter):
 async def amap_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", **options: Any):
     output_type = options.get("output_type") or getattr(getattr(agent, "options", None), "output_type", None)
     shape = Shape.of(output_type) if output_type is not None else None  # an unsupported type fails before any request
-    if shape is not None and "error" in (name for name, _ in shape.columns()):
-        raise ValueError("map_frame puts each row's error in an `error` column: rename the output type's `error` field")
+    check_columns(frame.columns, shape.columns() if shape is not None else [(None, {})], output)
     template = _Template()
     rows = frame.to_dict("records")
     prompts = [template.vformat(prompt, (), row) for row in rows]
@@ -229,17 +228,44 @@ async def amap_frame(agent: Any, frame: Any, *, prompt: str, output: str = "outp
     return out
 
 
+def check_columns(existing: Any, columns: list[tuple[str | None, Any]], output: str) -> None:
+    """Refuse, before any request, answer columns (``None``: ``output``) or ``error`` that would
+    replace a column of the frame: its data would be lost. Both map_frame paths check here."""
+    if "error" in (name for name, _ in columns):
+        raise ValueError("map_frame puts each row's error in an `error` column: rename the output type's `error` field")
+    filled = [output if name is None else name for name, _ in columns] + ["error"]
+    taken = [name for name in filled if name in set(existing)]
+    if taken:
+        raise ValueError(f"the frame already has column{'s' if len(taken) > 1 else ''} "
+                         f"{', '.join(map(repr, taken))}, which map_frame would fill: rename "
+                         f"{'them' if len(taken) > 1 else 'it'} first (or pass output= for the answer's column)")
+
+
 def _fill_typed(out: Any, shape: Shape, results: Batch, output: str) -> None:
     """One typed column per field of each row's ``data`` (a non-object answer in column
-    ``output``); a failed row has NA in every field and its reason in ``error``."""
+    ``output``); a failed row has NA in every field and its reason in ``error``. A value its
+    column cannot hold (an integer beyond Int64) fails its row only, saying so."""
     import pandas as pd
 
     cells = [shape.row(r.data) if r.done else None for r in results]
-    for name, schema in shape.columns():
+    reasons = [None if r.done else (r.reason or r.stop_reason or "not done") for r in results]
+    columns = shape.columns()
+    for name, schema in columns:
+        try:
+            _column([row[name] if row is not None else None for row in cells], schema, out.index)
+            continue
+        except (TypeError, ValueError, OverflowError):  # find the rows whose value it is
+            pass
+        for i, row in enumerate(cells):
+            try:
+                _column([row[name] if row is not None else None], schema, None)
+            except (TypeError, ValueError, OverflowError) as exc:
+                cells[i] = None
+                reasons[i] = f"{name or output}: {row[name]!r} does not fit the column ({exc})"
+    for name, schema in columns:
         values = [row[name] if row is not None else None for row in cells]
         out[output if name is None else name] = _column(values, schema, out.index)
-    out["error"] = pd.Series([None if r.done else (r.reason or r.stop_reason or "not done") for r in results],
-                             index=out.index, dtype="string")
+    out["error"] = pd.Series(reasons, index=out.index, dtype="string")
 
 
 def _column(values: list, schema: Mapping[str, Any], index: Any):
@@ -264,8 +290,10 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
     ``prompt`` is a template over the columns, ``"Classify: {text}"``. With ``output_type`` (see
     :mod:`bettong_nb.structured`) each field of the answer gets its own typed column (Int64,
     Float64, boolean, string, categorical for an Enum or Literal, object for lists), a category
-    or other non-object answer goes in ``output``, and a row that failed has NA in every field
-    and its reason in ``error``. The batch's usage frame is ``result.attrs["usage_frame"]``.
+    or other non-object answer (and an object without named fields, ``dict[str, int]``) goes in
+    ``output``, and a row that failed, or whose value its column cannot hold, has NA in every
+    field and its reason in ``error``. A column of ``frame`` that the answer or ``error`` would
+    replace is refused before any request. The batch's usage frame is ``result.attrs["usage_frame"]``.
     (A Dask frame goes to :func:`bettong_nb.distributed.map_frame` instead: ``agent.map_frame``
     picks.)
     """

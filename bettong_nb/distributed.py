@@ -46,7 +46,7 @@ from typing import Any, AsyncIterator, Mapping
 
 from . import budget, http
 from ._sync import run_sync
-from .batch import _Template, amap
+from .batch import _Template, amap, check_columns
 from .usage import ZERO, RequestRecord, Usage
 
 __all__ = ["map_frame", "batch_usage", "SYNC_S", "BATCH_ATTR"]
@@ -108,17 +108,12 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
 
     client = _client()
     _Template().vformat(prompt, (), {column: "" for column in frame.columns})  # a missing column fails here
-    for name in (output, "error"):
-        if name in frame.columns:
-            raise ValueError(f"the frame already has a column {name!r}, which map_frame fills: rename it")
     for name, value in (("concurrency", concurrency), ("max_concurrency", max_concurrency)):
         if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
     provider, options = agent.resolve(overrides)  # unknown options fail here, before any task runs
     output_type = getattr(options, "output_type", None)
-    columns = _columns(output_type)  # an unsupported type fails here
-    if "error" in (name for name, _ in columns):
-        raise ValueError("map_frame puts each row's error in an `error` column: rename the output type's `error` field")
+    check_columns(frame.columns, _columns(output_type), output)  # an unsupported type fails here too
     if token_budget is not None or cost_budget is not None:
         budget.Budget("batch", token_budget, cost_budget, options.prices)  # cost without prices fails here
     try:

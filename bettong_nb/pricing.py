@@ -8,9 +8,13 @@
 The table is genai-prices (``pip install 'bettong_nb[prices]'``), read from the copy installed
 with it, never fetched. It knows a request by its provider's name (``deepseek``, ``anthropic``,
 ``openai``) and model, at the time it was sent, so dated and off-peak prices apply, and tiers
-by prompt size; its prices are in USD. A local provider (``ollama``) costs 0. Anything else —
+by prompt size; its prices are in USD. Its prices are those providers' own, so they apply only
+to a request that went to the provider's own API host (:data:`API_HOSTS`, the presets' default
+``base_url``): ``bettong_nb.openai(base_url=<a local server>)`` is not priced as OpenAI even when
+the model's name is one OpenAI sells. A local provider (``ollama``) costs 0. Anything else —
 genai-prices not installed, a provider or model it does not know (``offline``, ``scripted``,
-``replay``, a llama.cpp server behind ``openai()``) — is unknown: NaN costs, never 0.
+``replay``), another ``base_url`` (a llama.cpp server, a proxy, a gateway) — is unknown: NaN
+costs, never 0, unless ``prices`` are given.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ from typing import Any, Iterable, Mapping
 from .usage import RequestRecord, cost_parts
 
 __all__ = ["Quote", "quote", "request_cost", "total", "currency", "LOCAL_PROVIDERS", "UNPRICED_PROVIDERS", "TABLE",
-           "UNKNOWN"]
+           "UNKNOWN", "API_HOSTS"]
 
 TABLE = "genai-prices"
 LOCAL_PROVIDERS = frozenset({"ollama"})
+# The hosts whose prices the table holds, by provider name: the presets' default base_url hosts.
+API_HOSTS = {"deepseek": "api.deepseek.com", "openai": "api.openai.com", "anthropic": "api.anthropic.com"}
 # Providers no table has heard of, so the table is not even loaded for them (it takes a while).
 UNPRICED_PROVIDERS = frozenset({"offline", "scripted", "replay"})
 # genai-prices' price keys (per million tokens) and the usage.cost_parts keyword each one is.
@@ -56,6 +62,8 @@ def quote(record: RequestRecord, prices: Mapping[str, Any] | None = None) -> Quo
         return Quote({"input": 0.0, "output": 0.0}, "local")
     if not (record.provider and record.model) or record.provider in UNPRICED_PROVIDERS:
         return UNKNOWN
+    if record.host is None or record.host != API_HOSTS.get(record.provider):
+        return UNKNOWN  # another server under the provider's name: its prices are not the table's
     when = datetime.fromtimestamp(record.at, timezone.utc) if record.at is not None else datetime.now(timezone.utc)
     found = _table_prices(record.provider, record.model, when.replace(second=0, microsecond=0))
     if found is None:

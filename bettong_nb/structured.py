@@ -89,6 +89,13 @@ def _unwrapped(tp: Any) -> tuple[Any, str | None]:
     while True:
         origin = typing.get_origin(tp)
         if origin is typing.Annotated:
+            # Anything else in Annotated (pydantic's Field(ge=1), annotated-types' Gt) would be a
+            # constraint this module does not check: refused rather than silently ignored.
+            other = [m for m in tp.__metadata__ if not isinstance(m, str)]
+            if other:
+                raise TypeError(f"Annotated[..., {other[0]!r}]: only a description string is understood in "
+                                "Annotated here; for constraints use a pydantic model (its fields' constraints "
+                                "are checked) or a JSON Schema dict")
             description = next((m for m in tp.__metadata__ if isinstance(m, str)), description)
             tp = typing.get_args(tp)[0]
         elif origin in (typing.Required, typing.NotRequired):
@@ -100,6 +107,15 @@ def _unwrapped(tp: Any) -> tuple[Any, str | None]:
 def _scalar_type(values: list[Any]) -> dict:
     kinds = {_JSON_TYPES.get(type(v)) for v in values}
     return {"type": kinds.pop()} if len(kinds) == 1 and None not in kinds else {}
+
+
+def _json_choices(tp: Any, values: list[Any]) -> list[Any]:
+    """A category's values, which the model answers with: JSON strings, numbers, booleans or null."""
+    for value in values:
+        if type(value) not in _JSON_TYPES or (isinstance(value, float) and not value == value):
+            raise TypeError(f"{getattr(tp, '__name__', tp)!s}: the choice {value!r} is not a JSON string, number, "
+                            "boolean or null, so a model cannot answer with it")
+    return values
 
 
 def schema_of(tp: Any, _open: tuple = ()) -> dict:
@@ -118,10 +134,10 @@ def _schema(tp: Any, open_: tuple) -> dict:
     if tp is Any or tp is object:
         return {}
     if origin is Literal:
-        return {**_scalar_type(list(args)), "enum": list(args)}
+        return {**_scalar_type(list(args)), "enum": _json_choices(tp, list(args))}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         values = [member.value for member in tp]
-        return {**_scalar_type(values), "enum": values}
+        return {**_scalar_type(values), "enum": _json_choices(tp, values)}
     if origin in (typing.Union, types.UnionType):
         return {"anyOf": [schema_of(arm, open_) for arm in args]}
     if tp in (list, tuple) or origin in (list, tuple, collections.abc.Sequence):
@@ -298,6 +314,13 @@ class Shape:
         if isinstance(output_type, Mapping):
             return cls._made(output_type, output_type.get("title") or "the JSON schema", dict(output_type),
                              lambda data: data)
+        try:
+            hash(output_type)
+        except TypeError:  # a list given as a schema, or Annotated with a dict in it: not a type known here
+            if typing.get_origin(output_type) is typing.Annotated:
+                return _shape_of_type.__wrapped__(output_type)  # so its own error names it
+            raise TypeError(f"output_type must be a type or a JSON Schema dict, not {type(output_type).__name__} "
+                            f"{output_type!r:.60}") from None
         return _shape_of_type(output_type)
 
     @classmethod
@@ -341,15 +364,19 @@ class Shape:
 
     def columns(self) -> list[tuple[str | None, dict]]:
         """One (field name, field schema) per field of an object answer; one (None, schema) for
-        any other value. ``$ref``s are resolved, so each schema stands alone."""
+        any other value, and for an object without named fields (``dict[str, int]``), whole. ``$ref``s are resolved, so each schema stands alone."""
         if self.wrapped:
             return [(None, column_schema(self.schema["properties"][_WRAP], self.schema))]
+        if not self.schema.get("properties"):  # dict[str, int], {"type": "object"}: no fields to spread
+            return [(None, column_schema(self.schema, self.schema))]
         return [(name, column_schema(field, self.schema)) for name, field in self.schema.get("properties", {}).items()]
 
     def row(self, value: Any) -> dict[str | None, Any]:
         """``value``'s fields as plain cells, keyed like :meth:`columns` (an Enum by its value)."""
-        if self.wrapped:
+        if self.wrapped or not self.schema.get("properties"):
             return {None: _plain(value)}
+        if callable(getattr(value, "model_dump", None)):  # pydantic: the schema's names are the aliases
+            value = value.model_dump(by_alias=True)
         get = value.get if isinstance(value, Mapping) else (lambda name: getattr(value, name, None))
         return {name: _plain(get(name)) for name, _ in self.columns()}
 

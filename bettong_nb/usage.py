@@ -62,8 +62,8 @@ ZERO = Usage()
 class RequestRecord:
     """One model request: which turn and step it served, how long it took, what it used, and
     how many images it carried (all those in its transcript, earlier turns' included) and who served
-    it when (``provider`` is the provider's name, ``at`` the Unix time it was sent): prices depend on
-    both."""
+    it when (``provider`` is the provider's name, ``host`` the API host it went to, ``at`` the Unix
+    time it was sent): prices depend on them."""
 
     turn: int
     step: int
@@ -73,6 +73,7 @@ class RequestRecord:
     provider: str | None = None
     at: float | None = None
     images: int = 0
+    host: str | None = None
 
 
 def _first(block: Mapping[str, Any], *paths: str) -> int:

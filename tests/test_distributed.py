@@ -126,7 +126,7 @@ def test_the_template_is_checked_before_anything_runs(cluster):
     agent = bettong_nb.openai(base_url="http://127.0.0.1:9", api_key="k")
     with pytest.raises(KeyError, match="names {txt}, which is not a column"):
         agent.map_frame(frame(10), prompt="Say {txt}")
-    with pytest.raises(ValueError, match="already has a column 'error'"):
+    with pytest.raises(ValueError, match="already has column 'error', which map_frame would fill"):
         agent.map_frame(frame(10).assign(error="x"), prompt="Say {text}")
 
 

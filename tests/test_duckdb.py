@@ -28,7 +28,7 @@ import pytest
 
 import bettong_nb
 from bettong_nb import capabilities as caps
-from bettong_nb.capabilities.duckdb import MAX_DATA_ROWS
+from bettong_nb.capabilities.duckdb import MAX_DATA_BYTES, MAX_DATA_ROWS
 from bettong_nb.capability import ToolOutput, invoke, registry
 from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 from test_filesystem import snapshot
@@ -277,6 +277,15 @@ QUERIES = {
         "GROUP BY category HAVING count(*) > 2000 ORDER BY category",
         lambda f: _grouped(f["sales"].merge(f["products"], on="product_id"), "category", orders=("order_id", "size"))
         .query("orders > 2000")),
+    "catalog-lists-the-registered-tables": (  # the catalog views read only allowed listings
+        "SELECT table_name FROM information_schema.tables ORDER BY table_name",
+        lambda f: pd.DataFrame({"table_name": ["targets"]})),
+    "show-tables": (
+        "SHOW TABLES",
+        lambda f: pd.DataFrame({"name": ["targets"]})),
+    "exact-integer-sum": (  # sum() of BIGINT is a HUGEINT
+        "SELECT sum(order_id) AS s, sum(quantity) AS q FROM 'sales/*.parquet'",
+        lambda f: pd.DataFrame({"s": [int(f["sales"].order_id.sum())], "q": [int(f["sales"].quantity.sum())]})),
 }
 
 
@@ -326,6 +335,52 @@ def test_the_person_gets_at_most_max_data_rows(analyst):
     assert len(out.data) == MAX_DATA_ROWS and out.data["n"].iloc[-1] == MAX_DATA_ROWS - 1
     assert out.data.attrs["total_rows"] == MAX_DATA_ROWS + 7 and out.data.attrs["truncated"]
     assert f"({MAX_DATA_ROWS + 7:,} rows in all, 50 shown)" in out.text
+
+
+def test_a_wide_result_is_kept_up_to_max_data_bytes_and_the_kernel_stays_small(tmp_path):
+    """About 800 MB of text rows: the frame keeps the first MAX_DATA_BYTES of them, every row is
+    counted, the model is told, and the process grows by far less than the result (measured in a
+    fresh process: fetching it whole peaked at several GB)."""
+    script = tmp_path / "wide.py"
+    script.write_text(f"""
+import json, resource, sys
+sys.path.insert(0, {str(REPO)!r})
+import pandas as pd
+from bettong_nb import capabilities as caps
+sql = caps.duckdb(tables={{"t": pd.DataFrame({{"a": [1]}})}}, memory_limit="200MB", threads=1)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+out = sql.query("SELECT range AS n, repeat('x', 1000) AS text FROM range(800000)")
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+print(json.dumps({{"kept": len(out.data), "total": out.data.attrs["total_rows"],
+                  "truncated": out.data.attrs["truncated"], "last": int(out.data["n"].iloc[-1]),
+                  "bytes": int(out.data.memory_usage(deep=True).sum()), "grown_mb": grown / 1024,
+                  "text": out.text.splitlines()[-1]}}))
+""")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["total"] == 800_000 and got["truncated"]
+    assert 0 < got["kept"] < 800_000 and got["last"] == got["kept"] - 1, "the first rows, in order"
+    assert MAX_DATA_BYTES * 0.9 < got["bytes"] <= MAX_DATA_BYTES * 1.01
+    assert got["text"] == (f"The result kept as a DataFrame holds only the first {got['kept']:,} rows "
+                           f"(the limit is {MAX_DATA_ROWS:,} rows and {MAX_DATA_BYTES // 1_000_000:,} MB).")
+    assert got["grown_mb"] < 500, f"the kernel grew by {got['grown_mb']:.0f} MB for an 800 MB result"
+
+
+def test_huge_integers_and_wide_decimals_stay_exact(tmp_path):
+    frame = pd.DataFrame({"x": [9007199254740993, 2]})  # 2**53 + 1: a double cannot hold it
+    sql = caps.duckdb(tables={"t": frame})
+    out = sql.query("SELECT sum(x) AS s FROM t;  -- HUGEINT")
+    assert out.text.splitlines() == ["s (HUGEINT)", "9007199254740995", "(1 row)"]
+    assert out.data["s"].dtype == "int64" and out.data["s"].tolist() == [9007199254740995]
+    out = sql.query("SELECT 12345678901234567890123::HUGEINT AS h, NULL::HUGEINT AS n, "
+                    "1234567890.1234567891::DECIMAL(38,10) AS d, 1.25::DECIMAL(5,2) AS small, 1 AS h")
+    assert out.text.splitlines()[1] == "12345678901234567890123 | NULL | 1234567890.1234567891 | 1.25 | 1"
+    row = out.data.iloc[0].tolist()
+    assert row[0] == 12345678901234567890123 and isinstance(row[0], int)
+    assert out.data.dtypes.iloc[1] == "Int64" and row[1] is pd.NA
+    assert str(row[2]) == "1234567890.1234567891", "a Decimal, not a float"
+    assert row[3] == 1.25 and row[4] == 1
 
 
 def test_nulls_newlines_and_pipes_are_shown_unambiguously(analyst):

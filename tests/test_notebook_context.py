@@ -191,3 +191,29 @@ def test_data_adds_sql_over_the_named_frames_for_one_cell(ip):
         assert isinstance(result.error_in_exec, UsageError) and message in str(result.error_in_exec)
     for name in ("sales", "targets"):
         ip.user_ns.pop(name)
+
+
+def test_data_on_a_later_cell_of_a_session_tells_the_model_its_tables(ip):
+    """The session keeps its first system prompt (the cached prefix): a --data cell after the
+    first carries its tables in its own prompt and the query tool's description, and works."""
+    from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
+
+    df1 = pd.DataFrame({"k": [1, 2, 3], "x": [10, 20, 12]})
+    script = ChatScript([chat_message("Hello."),
+                         chat_message(tool_calls=[tool_call("query_data", {"sql": "SELECT sum(x) AS s FROM df1"})]),
+                         chat_message("The sum is 42.")])
+    with LoopbackServer(script) as server:
+        ip.user_ns.update(df1=df1, bot=bettong_nb.openai(base_url=server.url + "/v1", api_key="sk-test"))
+        _ok(ip, "%%agent bot\nhello")
+        captured = _ok(ip, "%%agent bot --data df1 -o res\nwhat is the sum of x?")
+        bodies = [request.json() for request in server.requests]
+    first, second, third = bodies
+    assert second["messages"][0] == first["messages"][0], "the system prompt, and its cache, are kept"
+    asked = second["messages"][-1]["content"]
+    assert asked.startswith("what is the sum of x?\n\n") and "Tables: df1." in asked
+    (query,) = [t for t in second["tools"] if t["function"]["name"] == "query_data"]
+    assert "Tables: df1." in query["function"]["description"]
+    assert "system prompt this turn would build differs" not in captured.stdout + captured.stderr
+    assert third["messages"][-1]["role"] == "tool" and "42" in third["messages"][-1]["content"]
+    assert ip.user_ns["res"].frames()[-1].to_dict("list") == {"s": [42]}
+    ip.user_ns.pop("df1")

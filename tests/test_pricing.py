@@ -4,6 +4,7 @@ given prices when they are given, local models free, anything unknown NaN (never
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import os
 import subprocess
@@ -36,7 +37,16 @@ def table_cost(record: RequestRecord) -> float:
     return float(found.total_price)
 
 
+def at_the_providers_api(result) -> None:
+    """``result``'s requests as if the loopback server were the provider's own API: the run
+    went to 127.0.0.1, which the table does not price (test_a_server_that_is_not_the_providers_api...)."""
+    assert {r.host for r in result.requests} == {"127.0.0.1"}
+    assert result.usage_frame()["price_source"].eq("unknown").all(), "a loopback server is not the provider's API"
+    result.requests[:] = [dataclasses.replace(r, host=pricing.API_HOSTS[r.provider]) for r in result.requests]
+
+
 def assert_priced_by_the_table(result, provider: str) -> None:
+    at_the_providers_api(result)
     frame = result.usage_frame(full=True)
     assert [r.provider for r in result.requests] == [provider] * len(result.requests)
     assert frame["cost_total"].notna().all() and (frame["cost_total"] > 0).all()
@@ -112,13 +122,43 @@ def test_a_session_and_a_batch_add_up_their_requests():
         chat = agent.session()
         chat.run("a")
         batch = agent.map(["b", "c"], progress=False)
+    for result in (chat, *batch):
+        at_the_providers_api(result)
     assert chat.cost() == pytest.approx(table_cost(chat.requests[0]))
     assert batch.cost() == pytest.approx(sum(table_cost(r) for r in batch.requests))
     assert batch.usage_frame()["price_source"].str.startswith("genai-prices").all()
 
 
+def test_a_server_that_is_not_the_providers_api_is_not_priced_from_the_table():
+    """A local server behind openai() serving a model named like a priced one: its prices are not
+    OpenAI's. Given prices still apply; the table's hosts are the presets' default base_urls."""
+    from urllib.parse import urlsplit
+
+    from bettong_nb.providers.anthropic import DEFAULT_BASE_URL
+    from bettong_nb.providers.openai import DEEPSEEK, OPENAI
+
+    with LoopbackServer(ChatScript([chat_message("hi", model="gpt-4.1-mini")] * 2)) as server:
+        agent = bettong_nb.openai(base_url=server.url + "/v1", api_key=KEY)
+        unpriced = agent.run("x")
+        given = agent.run("x", prices={"input": 0.1, "output": 0.2})
+    assert [r.provider for r in unpriced.requests] == ["openai"] and unpriced.requests[0].host == "127.0.0.1"
+    frame = unpriced.usage_frame(full=True)
+    assert frame["price_source"].tolist() == ["unknown"] and frame["cost_total"].isna().all()
+    assert math.isnan(unpriced.cost())
+    assert given.usage_frame(full=True)["price_source"].tolist() == ["given"] and given.cost() > 0
+    # the same record at OpenAI's own host is priced by the table
+    at_openai = dataclasses.replace(unpriced.requests[0], host="api.openai.com")
+    assert pricing.quote(at_openai).source.startswith("genai-prices")
+    assert pricing.total([at_openai]) == pytest.approx(table_cost(at_openai))
+    assert pricing.quote(dataclasses.replace(at_openai, host=None)).source == "unknown"
+    assert pricing.API_HOSTS == {"deepseek": urlsplit(DEEPSEEK.base_url).hostname,
+                                 "openai": urlsplit(OPENAI.base_url).hostname,
+                                 "anthropic": urlsplit(DEFAULT_BASE_URL).hostname}
+
+
 def _record(provider, model, at, **tokens) -> RequestRecord:
-    return RequestRecord(1, 1, model, 0.1, Usage(requests=1, **tokens), provider, at.timestamp())
+    return RequestRecord(1, 1, model, 0.1, Usage(requests=1, **tokens), provider, at.timestamp(),
+                         host=pricing.API_HOSTS[provider])
 
 
 def test_dated_off_peak_and_tiered_prices_follow_the_table():

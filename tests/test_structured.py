@@ -19,6 +19,7 @@ import pytest
 
 import bettong_nb
 from bettong_nb.agent import BASE_SYSTEM_PROMPT
+from bettong_nb.errors import OptionError
 from bettong_nb.providers.anthropic import output_schema
 from bettong_nb.providers.openai import SCHEMA_INSTRUCTIONS
 from bettong_nb.structured import Invalid, Shape
@@ -273,6 +274,106 @@ def test_map_frame_refuses_an_unsupported_type_before_any_request():
         agent = bettong_nb.openai(base_url=server.url + "/v1", api_key=KEY)
         with pytest.raises(TypeError, match="Node refers to itself"):
             agent.map_frame(pd.DataFrame({"text": ["x"]}), prompt="{text}", output_type=Node, progress=False)
+        assert server.requests == []
+
+
+def _answering(answers: dict[str, object]) -> LoopbackServer:
+    """A model that answers each prompt with the JSON of ``answers[prompt]``."""
+    def handle(request):
+        prompt = next(m["content"] for m in request.json()["messages"] if m["role"] == "user")
+        return Reply.json(chat_message(json.dumps(answers[prompt])))
+
+    return LoopbackServer(handle)
+
+
+@dataclasses.dataclass
+class Count:
+    n: int
+
+
+class Aliased(pydantic.BaseModel):
+    score_value: int = pydantic.Field(alias="Score")
+    label: Sentiment
+
+
+def test_map_frame_keeps_every_answer_whatever_its_shape():
+    answers = {"big": {"n": 1e20}, "ok": {"n": 5}, "huge": {"n": 2 ** 70}, "neg": {"n": -3},
+               "d1": {"a": 1, "b": 2}, "d2": {}, "p1": {"Score": 4, "label": "neutral"}}
+    with _answering(answers) as server:
+        agent = bettong_nb.openai(base_url=server.url + "/v1", api_key=KEY)
+        counts = agent.map_frame(pd.DataFrame({"q": ["big", "ok", "huge", "neg"]}), prompt="{q}",
+                                 output_type=Count, progress=False)
+        maps = agent.map_frame(pd.DataFrame({"q": ["d1", "d2"]}), prompt="{q}", output_type=dict[str, int],
+                               progress=False)
+        objects = agent.map_frame(pd.DataFrame({"q": ["d1"]}), prompt="{q}", output="answer",
+                                  output_type={"type": "object"}, progress=False)
+        aliased = agent.map_frame(pd.DataFrame({"q": ["p1"]}), prompt="{q}", output_type=Aliased, progress=False)
+    # A value its Int64 column cannot hold fails that row only; the paid others are kept.
+    assert counts["n"].dtype == "Int64" and counts["n"].tolist()[1::2] == [5, -3]
+    assert counts["n"].isna().tolist() == [True, False, True, False]
+    assert counts["error"].isna().tolist() == [False, True, False, True]
+    assert counts["error"][0].startswith("n: 100000000000000000000 does not fit the column")
+    assert counts["error"][2].startswith(f"n: {2 ** 70} does not fit the column")
+    assert len(counts.attrs["usage_frame"]) == 4
+    # An object without named fields is one object column holding each answer.
+    assert maps["output"].tolist() == [{"a": 1, "b": 2}, {}] and maps["error"].isna().all()
+    assert objects["answer"].tolist() == [{"a": 1, "b": 2}]
+    # A pydantic alias names the column, and the value is read by it.
+    assert aliased.columns.tolist() == ["q", "Score", "label", "error"]
+    assert aliased["Score"].tolist() == [4] and aliased["label"].tolist() == ["neutral"]
+
+
+@pytest.mark.parametrize("frame, output_type, output, taken", [
+    (pd.DataFrame({"name": ["x"]}), Entity, "output", "'name'"),
+    (pd.DataFrame({"text": ["x"], "error": ["mine"]}), Count, "output", "'error'"),
+    (pd.DataFrame({"text": ["x"], "output": ["mine"]}), None, "output", "'output'"),
+    (pd.DataFrame({"text": ["x"], "label": ["mine"]}), Sentiment, "label", "'label'"),
+])
+def test_map_frame_never_overwrites_a_column_and_says_so_before_any_request(frame, output_type, output, taken):
+    with _labeller() as server:
+        agent = bettong_nb.openai(base_url=server.url + "/v1", api_key=KEY)
+        with pytest.raises(ValueError, match=f"the frame already has column {taken}, which map_frame would fill"):
+            agent.map_frame(frame, prompt="{%s}" % frame.columns[0], output=output, output_type=output_type,
+                            progress=False)
+        assert server.requests == []
+
+
+class Pair(enum.Enum):
+    A = (1, 2)
+    B = (3, 4)
+
+
+class Opaque(enum.Enum):
+    A = object()
+
+
+@pytest.mark.parametrize("bad_type, message", [
+    (Pair, r"Pair: the choice \(1, 2\) is not a JSON string"),
+    (Opaque, "Opaque: the choice <object"),
+    (Literal[b"x"], r"the choice b'x' is not a JSON"),
+    (Annotated[int, {"ge": 1}], r"Annotated\[..., \{'ge': 1\}\]: only a description string"),
+    (Annotated[int, pydantic.Field(ge=1)], r"Annotated\[..., FieldInfo.*only a description string"),
+    (list[Annotated[int, pydantic.Field(ge=1)]], "only a description string"),
+    ([{"type": "integer"}], "output_type must be a type or a JSON Schema dict, not list"),
+])
+def test_types_that_cannot_work_are_refused_before_any_request(bad_type, message):
+    with _labeller() as server:
+        agent = bettong_nb.openai(base_url=server.url + "/v1", api_key=KEY)
+        with pytest.raises(TypeError, match=message):
+            agent.run("x", output_type=bad_type)
+        with pytest.raises(TypeError, match=message):
+            agent.map_frame(pd.DataFrame({"text": ["x"]}), prompt="{text}", output_type=bad_type, progress=False)
+        assert server.requests == []
+
+
+@pytest.mark.parametrize("retries", ["2", -1, 1.5, True])
+def test_output_retries_is_checked_before_any_request(retries):
+    with _labeller() as server:
+        with pytest.raises(OptionError, match="output_retries must be a whole number, 0 or more, not "):
+            bettong_nb.openai(base_url=server.url + "/v1", api_key=KEY, output_retries=retries)
+        agent = bettong_nb.openai(base_url=server.url + "/v1", api_key=KEY)
+        with pytest.raises(OptionError, match="output_retries must be"):
+            agent.run("x", output_type=Count, output_retries=retries)
         assert server.requests == []
 
 

@@ -10,8 +10,11 @@
 
 Tools: ``query_data(sql)`` runs one read-only query and answers with a bounded text table
 (column names and types, at most ``max_rows`` rows and ``max_chars`` characters, the total
-row count); the full result, up to :data:`MAX_DATA_ROWS` rows, is the ToolOutput's ``data``
-for the person, never sent to the model. ``describe_data(path)`` shows the columns, row count
+row count); the full result, up to :data:`MAX_DATA_ROWS` rows and :data:`MAX_DATA_BYTES` bytes
+in memory, is the ToolOutput's ``data`` for the person, never sent to the model (a cut result is
+marked ``data.attrs["truncated"]`` and the model is told). Integers wider than 64 bits (what
+``sum()`` of integers gives) and decimals of more than 15 digits stay exact: int64, Python ints
+or Decimals, never floats. ``describe_data(path)`` shows the columns, row count
 and first rows of a CSV / TSV / Parquet / JSON / NDJSON / Excel file (or a glob of them, or a
 registered table). In SQL, a path is relative to the root when written as a string literal
 (``FROM 'sales/2024.parquet'``, ``read_csv('products.csv')``, globs like ``'sales/*.parquet'``).
@@ -27,6 +30,10 @@ Confinement, in layers:
   statement. Table functions are allowlisted (the file readers, ``range``, ``unnest``, catalog
   listings), so ``query()``, logging and checkpoint functions, pointer scans and
   ``json_execute_serialized_sql`` are refused, as are ``current_setting``/``getenv``/``write_log``.
+  The same allowlist is applied to the query's bound plan (``EXPLAIN``), where every view is
+  expanded into the functions it reads: ``pg_catalog.pg_settings`` (``duckdb_settings()``),
+  ``duckdb_logs`` and any other view over settings, secrets, logs or extensions is refused
+  whatever its name, while ``information_schema.tables`` or ``SHOW TABLES`` work.
 * Credential files (``.env``, ``.ssh/``, ``*.pem``, ... as for the filesystem capability) are
   judged where a file is really opened: DuckDB logs every file its queries open, and a query
   that opened one has its result and error message thrown away. So a glob (``'*'`` matches
@@ -42,6 +49,7 @@ DuckDB's Excel extension would have to be downloaded.
 from __future__ import annotations
 
 import asyncio
+import decimal
 import io
 import json
 import os
@@ -54,12 +62,14 @@ from ..capability import Tool, ToolOutput
 from ..portable import rebuild
 from ..secrets import is_credential_path
 
-__all__ = ["duckdb", "DuckDB", "MAX_DATA_ROWS"]
+__all__ = ["duckdb", "DuckDB", "MAX_DATA_ROWS", "MAX_DATA_BYTES"]
 
 MAX_DATA_ROWS = 1_000_000  # rows of a result kept as the person's DataFrame
+MAX_DATA_BYTES = 100_000_000  # and its size in memory: wide rows stop being kept sooner
 _SAMPLE_ROWS = 5  # rows describe_data shows
 _CELL_CHARS = 60  # longest cell shown in the text table
-_CHUNK_VECTORS = 16  # DuckDB vectors (2048 rows each) fetched at a time
+_CHUNK_VECTORS = 16  # at most this many DuckDB vectors (2048 rows each) fetched at a time ...
+_CHUNK_BYTES = 8_000_000  # ... fewer when the rows are wide, so one fetch stays about this size
 _EXCEL_BYTES = 50_000_000
 
 _READERS = {  # describe_data: file suffix -> DuckDB reader
@@ -77,15 +87,20 @@ _FILE_FUNCTIONS = frozenset({
     "read_ndjson_objects", "read_text", "read_blob", "glob", "sniff_csv", "parquet_metadata",
     "parquet_schema", "parquet_file_metadata", "parquet_kv_metadata",
 })
+# The table functions a query may use, by name in the SQL and in the bound plan: the file readers,
+# generators, and the listings of the in-memory catalog (which holds only the registered frames).
 _TABLE_FUNCTIONS = _FILE_FUNCTIONS | {
     "range", "generate_series", "unnest", "repeat", "json_each", "json_tree", "duckdb_tables",
-    "duckdb_columns", "duckdb_views", "duckdb_types", "duckdb_functions", "duckdb_keywords",
+    "duckdb_columns", "duckdb_views", "duckdb_types", "duckdb_functions", "duckdb_keywords", "duckdb_schemas",
+    "duckdb_constraints", "duckdb_indexes", "duckdb_sequences", "duckdb_dependencies", "duckdb_databases",
     "pragma_table_info", "pg_timezone_names", "icu_calendar_names",
 }
-_REFUSED_FUNCTIONS = frozenset({"current_setting", "getenv", "write_log", "json_execute_serialized_sql",
-                                "getvariable"})
-_REFUSED_TABLES = frozenset({"duckdb_logs", "duckdb_settings", "duckdb_secrets", "duckdb_log_contexts",
-                             "duckdb_logs_parsed"})
+# How a registered pandas / pyarrow frame appears in a bound plan (never callable by name).
+_FRAME_SCANS = frozenset({"pandas_scan", "python_arrow_scan"})
+# Scalar functions that read the connection's state; the binder folds them into constants, so
+# they are refused by name in the SQL (the plan no longer shows them).
+_REFUSED_FUNCTIONS = frozenset({"current_setting", "getenv", "getvariable", "write_log",
+                                "json_execute_serialized_sql"})
 _FRAME_MODULES = frozenset({"pandas", "polars", "pyarrow"})
 
 
@@ -101,7 +116,7 @@ class DuckDB:
     memory_limit: str = "1GB"
     threads: int | None = None
     id: str = field(default="duckdb", init=False)
-    instructions: str = field(init=False)
+    instructions: str | None = field(init=False)  # None when --data moves it into the cell's prompt
     tools: list[Tool] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -121,7 +136,8 @@ class DuckDB:
         self.tools = [
             Tool(name="query_data", handler=self.query_data,
                  description=(f"Run one read-only DuckDB SQL query and get a table of at most {self.max_rows} rows "
-                              "with the total row count. Aggregate, filter and join in SQL."),
+                              "with the total row count. Aggregate, filter and join in SQL."
+                              + (f" Tables: {', '.join(self._table_names)}." if self._table_names else "")),
                  parameters={"sql": {"type": "string", "description": "One SELECT query.", "required": True}}),
             Tool(name="describe_data", handler=self.describe_data,
                  description=("Columns with their types, the row count and the first rows of a data file "
@@ -201,13 +217,20 @@ class DuckDB:
     def query(self, sql: str | None = None) -> ToolOutput:
         """Run one read-only query: ``ToolOutput(text=<bounded table>, data=<DataFrame>)``.
 
-        ``data.attrs`` holds ``total_rows`` and ``truncated`` (more than :data:`MAX_DATA_ROWS`).
+        ``data.attrs`` holds ``total_rows`` and ``truncated`` (the frame holds fewer rows than the
+        result: more than :data:`MAX_DATA_ROWS` rows or :data:`MAX_DATA_BYTES` bytes); the text
+        then says how many rows the frame kept.
         """
         if not isinstance(sql, str) or not sql.strip():
             raise ValueError("sql must be one SQL query, as a non-blank string")
         frame, types, total = self._run(self._checked(sql))
-        frame.attrs.update(sql=sql, total_rows=total, truncated=total > len(frame))
-        return ToolOutput(text=self._table(frame, types, total), data=frame)
+        truncated = total > len(frame)
+        frame.attrs.update(sql=sql, total_rows=total, truncated=truncated)
+        text = self._table(frame, types, total)
+        if truncated:
+            text += (f"\nThe result kept as a DataFrame holds only the first {len(frame):,} rows (the limit is "
+                     f"{MAX_DATA_ROWS:,} rows and {MAX_DATA_BYTES // 1_000_000:,} MB).")
+        return ToolOutput(text=text, data=frame)
 
     def describe(self, path: str | None = None) -> str:
         """Columns, row count and first rows of a file, glob or table."""
@@ -285,8 +308,6 @@ class DuckDB:
                     raise PermissionError(f"the function {name}() is not allowed in query_data")
             if kind == "BASE_TABLE":
                 name = str(node.get("table_name", ""))
-                if name.lower() in _REFUSED_TABLES:
-                    raise PermissionError(f"{name} is not readable from query_data")
                 if not node.get("schema_name") and not node.get("catalog_name") and name not in self._table_names:
                     note(node.get("query_location"), name, "table")
             for value in node.values():
@@ -380,7 +401,6 @@ class DuckDB:
     def _run(self, sql: str):
         """``(frame, [(column, type)], total_rows)``; refused when the query opened a credential file."""
         import duckdb as _duckdb
-        import pandas as pd
 
         token = object()
         timer = threading.Timer(self.timeout, self._interrupt, args=(token,))
@@ -391,16 +411,15 @@ class DuckDB:
                 self._running = token
             timer.start()
             try:
-                result = self._con.execute(sql)
-                types = [(str(d[0]), str(d[1])) for d in result.description]
-                chunks, total = [], 0
-                while True:  # keep the first MAX_DATA_ROWS rows, count them all
-                    chunk = result.fetch_df_chunk(_CHUNK_VECTORS)
-                    if not chunks or total < MAX_DATA_ROWS:  # the first, even empty, carries the columns
-                        chunks.append(chunk.iloc[:MAX_DATA_ROWS - total])
-                    total += len(chunk)
-                    if not len(chunk):
-                        break
+                self._check_plan(sql)
+                # The result's types before it runs: HUGEINT and wide DECIMAL columns are read as
+                # text, because pandas would make them floats and lose digits.
+                types = [(str(name), str(kind)) for name, kind, *_ in self._con.execute("DESCRIBE " + sql).fetchall()]
+                exact = {i: kind for i, (_, kind) in enumerate(types) if _needs_text(kind)}
+                result = self._con.execute(_as_text(sql, types, exact) if exact else sql)
+                frame, total = _fetch(result)
+                for i, kind in exact.items():
+                    frame.isetitem(i, _exact(frame.iloc[:, i], kind))
             except Exception as exc:  # judged below, once the file log has been read
                 failure = exc
             finally:
@@ -413,18 +432,38 @@ class DuckDB:
             shown = ", ".join(self._shown(p) for p in secret)
             raise PermissionError(f"the query opened a credential file ({shown}); credential files are never "
                                   "read, so its result is withheld")
+        if isinstance(failure, PermissionError):  # refused by the plan check
+            raise failure
         if isinstance(failure, _duckdb.InterruptException):
             raise TimeoutError(f"the query ran longer than {self.timeout:g} s and was stopped; "
                                "filter or aggregate more, or sample (USING SAMPLE 10%)")
         if isinstance(failure, _duckdb.OutOfMemoryException):
             raise MemoryError(f"the query needed more than the memory limit ({self.memory_limit}); "
                               "aggregate or filter earlier, or select fewer columns") from None
+        if isinstance(failure, MemoryError):  # the kernel could not hold a fetched part of the result
+            raise MemoryError("the query's result did not fit in the kernel's memory; select fewer or narrower "
+                              "columns (long text, blobs), aggregate, or add a LIMIT") from None
         if isinstance(failure, _duckdb.PermissionException):
             raise PermissionError(self._permission_message(failure)) from None
         if failure is not None:
             raise ValueError(_message(failure)) from None
-        frame = pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else chunks[0]
         return frame, types, total
+
+    def _check_plan(self, sql: str) -> None:
+        """Refuse a query whose bound plan scans anything but the allowed table functions and the
+        registered frames: a view (``pg_catalog.pg_settings``, ``information_schema.*``,
+        ``duckdb_logs``) is expanded there into the functions it reads, whatever its name."""
+        pending = json.loads(self._con.execute("EXPLAIN (FORMAT json) " + sql).fetchall()[0][1])
+        while pending:
+            node = pending.pop()
+            if isinstance(node, list):
+                pending.extend(node)
+                continue
+            function = str((node.get("extra_info") or {}).get("Function", "")).lower()
+            if function and function not in _TABLE_FUNCTIONS and function not in _FRAME_SCANS:
+                raise PermissionError(f"the query reads {function}(), which is not allowed in query_data "
+                                      "(settings, secrets, logs and extensions are not readable)")
+            pending.extend(node.get("children") or [])
 
     def _opened(self) -> set[str]:
         """The files DuckDB opened since the log was last cleared; clears it."""
@@ -482,6 +521,67 @@ class DuckDB:
                 lines.append(f"… {total - shown:,} more rows ({total:,} rows in all, {shown} shown). "
                              "Aggregate or filter in SQL rather than paging through rows.")
         return "\n".join(lines)
+
+
+def _fetch(result) -> tuple[Any, int]:
+    """``(frame, total rows)``: the result's first rows, at most :data:`MAX_DATA_ROWS` rows and
+    :data:`MAX_DATA_BYTES` bytes, with every row counted. A fetch is sized to about
+    ``_CHUNK_BYTES`` from the width of the rows before it (one DuckDB vector, 2048 rows, at
+    least), so long values cannot make one fetch, or the kept frame, large."""
+    import pandas as pd
+
+    kept, kept_rows, kept_bytes, total, vectors = [], 0, 0, 0, 1
+    while True:
+        chunk = result.fetch_df_chunk(vectors)
+        size = int(chunk.memory_usage(index=False, deep=True).sum()) if len(chunk) else 0
+        fit = min(len(chunk), MAX_DATA_ROWS - kept_rows)
+        if size and kept_bytes + size * fit // len(chunk) > MAX_DATA_BYTES:
+            fit = min(fit, (MAX_DATA_BYTES - kept_bytes) * len(chunk) // size)
+        if fit or not kept:  # the first, even empty, carries the columns
+            # a copy when cut, so the rows left out are freed with the chunk
+            kept.append(chunk if fit == len(chunk) else chunk.iloc[:fit].copy())
+            kept_rows += fit
+            kept_bytes += size * fit // max(len(chunk), 1)
+        total += len(chunk)
+        if not len(chunk):
+            break
+        vectors = max(1, min(_CHUNK_VECTORS, _CHUNK_BYTES * len(chunk) // (max(size, 1) * 2048)))
+    frame = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0]
+    return frame, total
+
+
+def _needs_text(kind: str) -> bool:
+    """Whether pandas would hold a column of this DuckDB type as floats with digits lost."""
+    if kind in ("HUGEINT", "UHUGEINT"):
+        return True
+    return kind.startswith("DECIMAL(") and int(kind[8:].split(",")[0]) > 15  # a double holds 15 digits
+
+
+def _as_text(sql: str, types: list[tuple[str, str]], exact: dict[int, str]) -> str:
+    """``sql`` as a subquery whose ``exact`` columns (by position) are cast to text."""
+    import duckdb as _duckdb
+
+    data = sql.encode("utf-8")
+    tokens = [(offset, kind) for offset, kind in _duckdb.tokenize(sql) if kind.name != "comment"]
+    if tokens and data[tokens[-1][0]:tokens[-1][0] + 1] == b";":  # the statement's own end
+        data = data[:tokens[-1][0]]
+    columns = ", ".join(f"{'CAST(#%d AS VARCHAR)' % (i + 1) if i in exact else '#%d' % (i + 1)} AS "
+                        f"\"{name.replace(chr(34), chr(34) * 2)}\"" for i, (name, _) in enumerate(types))
+    return f"SELECT {columns} FROM (\n{data.decode('utf-8')}\n)"  # the newline ends a trailing -- comment
+
+
+def _exact(column, kind: str):
+    """A column of HUGEINT or wide DECIMAL values read as text, as exact numbers: int64 (Int64
+    with NULLs) when every value fits, else Python ints; Decimals for DECIMAL."""
+    import pandas as pd
+
+    if kind.startswith("DECIMAL"):
+        return pd.Series([None if pd.isna(v) else decimal.Decimal(v) for v in column], index=column.index,
+                         dtype=object)
+    values = [None if pd.isna(v) else int(v) for v in column]
+    if all(v is None or -(1 << 63) <= v < 1 << 63 for v in values):
+        return pd.Series(values, index=column.index, dtype="Int64" if None in values else "int64")
+    return pd.Series(values, index=column.index, dtype=object)
 
 
 def _path_literals(arguments: list) -> list[dict]:
@@ -548,11 +648,8 @@ def _cell(value: Any, kind: str = "") -> str:
             return "NULL"
     except (TypeError, ValueError):  # arrays and other values pd.isna cannot judge as one
         pass
-    # pandas holds a DATE as a midnight timestamp and a HUGEINT (what sum() of integers gives) as a float
-    if kind == "DATE" and hasattr(value, "date"):
+    if kind == "DATE" and hasattr(value, "date"):  # pandas holds a DATE as a midnight timestamp
         value = value.date()
-    elif kind in ("HUGEINT", "UHUGEINT") and isinstance(value, float) and value.is_integer():
-        value = int(value)
     text = str(value) if not isinstance(value, bytes) else repr(value)
     text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("|", "\\|")
     return text if len(text) <= _CELL_CHARS else text[:_CELL_CHARS - 1] + "…"

@@ -358,6 +358,10 @@ class AgentMagics(Magics):
         if args.data:
             plan.extra = self._data_capability(args.data, session)
             overrides["capabilities"] = [*session.options.capabilities, plan.extra]
+            # A session keeps its first system prompt (the provider caches it), so the frames' SQL
+            # guidance and table names go with this cell's prompt, on any cell of the session.
+            plan.prompt = _appended(plan.prompt, "\n\n" + plan.extra.instructions)
+            plan.extra.instructions = None
         self.shell.user_ns[SESSION_NAME] = session
         return plan
 
