@@ -69,9 +69,6 @@ class Options:
         if unknown:
             raise OptionError(f"Unknown {context} option{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
                             f"Known options: {', '.join(sorted(cls.names()))}")
-        retries = given.get("output_retries")  # counted against in the loop: a wrong kind fails mid-run
-        if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
-            raise OptionError(f"output_retries must be a whole number, 0 or more, not {retries!r}")
 
     @classmethod
     def of(cls, **given: Any) -> "Options":

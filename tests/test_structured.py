@@ -369,7 +369,7 @@ def test_types_that_cannot_work_are_refused_before_any_request(bad_type, message
 @pytest.mark.parametrize("retries", ["2", -1, 1.5, True])
 def test_output_retries_is_checked_before_any_request(retries):
     with _labeller() as server:
-        with pytest.raises(OptionError, match="output_retries must be a whole number, 0 or more, not "):
+        with pytest.raises(OptionError, match="output_retries must be a whole number of at least 0, not "):
             bettong_nb.openai(base_url=server.url + "/v1", api_key=KEY, output_retries=retries)
         agent = bettong_nb.openai(base_url=server.url + "/v1", api_key=KEY)
         with pytest.raises(OptionError, match="output_retries must be"):
