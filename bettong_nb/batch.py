@@ -26,7 +26,8 @@ from ._sync import run_sync
 from .results import Ledger, RunResult
 from .structured import Shape
 
-__all__ = ["Batch", "amap", "amap_frame", "map_frame", "map_prompts", "Progress", "install_progress", "check_columns"]
+__all__ = ["Batch", "amap", "amap_frame", "map_frame", "map_prompts", "Progress", "install_progress", "check_columns",
+           "PromptTemplate", "answer_column"]
 
 
 class Batch(list, Ledger):
@@ -201,7 +202,7 @@ async def amap(agent: Any, prompts: Iterable[str], *, concurrency: int = 8, prog
     return results
 
 
-class _Template(string.Formatter):
+class PromptTemplate(string.Formatter):
     """``{column}`` lookups only: no attribute access, indexing or format specs run on user data."""
 
     def get_field(self, field_name: str, args: Any, kwargs: Mapping[str, Any]) -> Any:
@@ -215,7 +216,7 @@ async def amap_frame(agent: Any, frame: Any, *, prompt: str, output: str = "outp
     output_type = options.get("output_type") or getattr(getattr(agent, "options", None), "output_type", None)
     shape = Shape.of(output_type) if output_type is not None else None  # an unsupported type fails before any request
     check_columns(frame.columns, shape.columns() if shape is not None else [(None, {})], output)
-    template = _Template()
+    template = PromptTemplate()
     rows = frame.to_dict("records")
     prompts = [template.vformat(prompt, (), row) for row in rows]
     results = await amap(agent, prompts, **options)
@@ -252,23 +253,23 @@ def _fill_typed(out: Any, shape: Shape, results: Batch, output: str) -> None:
     columns = shape.columns()
     for name, schema in columns:
         try:
-            _column([row[name] if row is not None else None for row in cells], schema, out.index)
+            answer_column([row[name] if row is not None else None for row in cells], schema, out.index)
             continue
         except (TypeError, ValueError, OverflowError):  # find the rows whose value it is
             pass
         for i, row in enumerate(cells):
             try:
-                _column([row[name] if row is not None else None], schema, None)
+                answer_column([row[name] if row is not None else None], schema, None)
             except (TypeError, ValueError, OverflowError) as exc:
                 cells[i] = None
                 reasons[i] = f"{name or output}: {row[name]!r} does not fit the column ({exc})"
     for name, schema in columns:
         values = [row[name] if row is not None else None for row in cells]
-        out[output if name is None else name] = _column(values, schema, out.index)
+        out[output if name is None else name] = answer_column(values, schema, out.index)
     out["error"] = pd.Series(reasons, index=out.index, dtype="string")
 
 
-def _column(values: list, schema: Mapping[str, Any], index: Any):
+def answer_column(values: list, schema: Mapping[str, Any], index: Any):
     """A column for one field: Int64, Float64, boolean or string (nullable), categorical for a
     set of choices, object for lists, nested records and anything else."""
     import pandas as pd

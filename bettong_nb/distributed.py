@@ -46,7 +46,7 @@ from typing import Any, AsyncIterator, Mapping
 
 from . import budget, http
 from ._sync import run_sync
-from .batch import _Template, amap, check_columns
+from .batch import PromptTemplate, amap, answer_column, check_columns
 from .usage import ZERO, RequestRecord, Usage
 
 __all__ = ["map_frame", "batch_usage", "SYNC_S", "BATCH_ATTR"]
@@ -107,7 +107,7 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
     from distributed import Semaphore, Variable
 
     client = _client()
-    _Template().vformat(prompt, (), {column: "" for column in frame.columns})  # a missing column fails here
+    PromptTemplate().vformat(prompt, (), {column: "" for column in frame.columns})  # a missing column fails here
     for name, value in (("concurrency", concurrency), ("max_concurrency", max_concurrency)):
         if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
@@ -136,19 +136,6 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
     return frame.map_partitions(_run_partition, plan, meta=meta)
 
 
-def _column(values: list, schema: Mapping[str, Any], index: Any):
-    """A column of answers: a string column for text, batch's own dtypes for a typed field."""
-    if schema == {"type": "string"}:
-        import pandas as pd
-
-        return pd.Series(values, index=index, dtype="string")
-    from .batch import (
-        _column as typed,  # where output_type is supported (bettong_nb.structured)
-    )
-
-    return typed(values, schema, index)
-
-
 def _shape(output_type: Any) -> Any:
     from .structured import Shape
 
@@ -168,7 +155,7 @@ def _filled(part: Any, rows: list[dict], plan: _Plan):
     out = part.copy()
     for name, schema in _columns(plan.output_type):
         values = [(row["cells"] or {}).get(name or "") for row in rows]
-        out[plan.output if name is None else name] = _column(values, schema, part.index)
+        out[plan.output if name is None else name] = answer_column(values, schema, part.index)
     out["error"] = pd.Series([row["error"] for row in rows], index=part.index, dtype="string")
     out.attrs[BATCH_ATTR] = {"id": plan.batch, "partitions": plan.partitions}
     return out
@@ -528,7 +515,7 @@ def _run_partition(part: Any, plan: _Plan, partition_info: Mapping[str, Any] | N
     from distributed import Variable, get_client
 
     number = partition_info["number"] if partition_info else 0
-    template = _Template()
+    template = PromptTemplate()
     prompts = [template.vformat(plan.prompt, (), row) for row in part.to_dict("records")]
     done = None if plan.resume is None else _Done(plan.resume, number)
     rows = done.load(prompts) if done is not None else {}
