@@ -16,6 +16,7 @@ from IPython.utils.capture import capture_output
 import bettong_nb
 from bettong_nb.notebook import errorlog, interpolation
 from bettong_nb.providers.scripted import Scripted
+from support.servers import ChatScript, LoopbackServer, chat_message
 from test_notebook_magics import _final, _ok, _run, _tool_agent, ip  # noqa: F401  (ip is a fixture)
 
 SECRET = "sk-live-0123456789abcdefghijklmnop"
@@ -74,6 +75,36 @@ def test_err_is_redacted_and_bounded(ip, monkeypatch):
     assert len(sent) < errorlog.CODE_CHARS + errorlog.TRACEBACK_CHARS + 300
     assert "x0 = 0" in sent and "more characters" in sent  # the code's start
     assert "characters before)" in sent and sent.endswith("vvv the end")  # the traceback's end
+
+
+TOKEN = "tokv4lue-Zx9Qw8Er7Ty6Ui5Op4As3Df2"  # no known shape: only the environment makes it a secret
+
+
+def _pieces(secret: str, size: int = 6) -> set[str]:
+    return {secret[i:i + size] for i in range(len(secret) - size + 1)}
+
+
+def test_a_secret_astride_a_bound_never_reaches_the_model_in_any_piece(ip, monkeypatch):
+    monkeypatch.setenv("MY_API_TOKEN", TOKEN)
+    # Where each bound cuts: inside the token at its start, middle and end, and just around it.
+    offsets = [-1, 1, 9, 17, 25, len(TOKEN) - 1, len(TOKEN) + 1]
+    cells = [f"import os\nraise ValueError(os.environ['MY_API_TOKEN'] + 'y' * {errorlog.TRACEBACK_CHARS - k})"
+             for k in offsets]  # the traceback's last TRACEBACK_CHARS characters
+    cells += ["#" * (errorlog.CODE_CHARS - len("\nt = '") - k) + f"\nt = '{TOKEN}'\nraise KeyError(1)"
+              for k in offsets]  # the code's first CODE_CHARS characters
+    with LoopbackServer(ChatScript([chat_message("ok")] * (3 * len(cells)))) as server:
+        ip.user_ns["bot"] = bettong_nb.openai(base_url=server.url, api_key="k", model="m")
+        for cell in cells:
+            _cell(ip, cell)
+            _ok(ip, "%%agent bot\n{Err}")
+        for k in offsets:  # a value's str() and a frame's rows, cut at their bounds
+            ip.user_ns["note"] = ["n" * (interpolation.VALUE_CHARS - 2 - k) + TOKEN]
+            ip.user_ns["frame"] = pd.Series(["w" * (interpolation.PREVIEW_CHARS - 45 - k) + TOKEN])
+            _ok(ip, "%%agent bot\n{note} {frame}")
+        assert len(server.requests) == 3 * len(offsets)
+        for request in server.requests:
+            assert "[redacted]" in request.text or "characters" in request.text
+            assert not {piece for piece in _pieces(TOKEN) if piece in request.text}
 
 
 def test_an_undefined_name_is_sent_as_written_and_the_cell_says_so(ip):

@@ -14,7 +14,9 @@ named in ``notes`` so the cell can say so.
 Values: a string as it is; a DataFrame as its shape and first :data:`PREVIEW_ROWS` rows, and,
 when it has more than :data:`FEW_COLUMNS` columns, each column's dtype and null count (at most
 :data:`COLUMN_LINES` columns listed), all within :data:`PREVIEW_CHARS`; anything else as its
-``str()``, within :data:`VALUE_CHARS`.
+``str()``, within :data:`VALUE_CHARS`. Every value is redacted like a tool result (a variable,
+``{In[n]}`` or ``{Out[n]}`` can hold a key) before it is cut to its bound (see :mod:`.excerpts`);
+the text the person wrote around the fields is sent as written.
 
 Images: a field whose value is an image (:func:`bettong_nb.images.as_image`: a matplotlib
 Figure, a PIL image, an ``IPython.display.Image`` holding data, a :class:`bettong_nb.Image`)
@@ -31,7 +33,9 @@ import functools
 import re
 from typing import Any, Mapping
 
+from .. import secrets
 from ..images import Image, as_image
+from .excerpts import head
 
 __all__ = ["interpolate", "render_value", "PREVIEW_ROWS", "PREVIEW_CHARS", "VALUE_CHARS", "FEW_COLUMNS",
            "COLUMN_LINES"]
@@ -93,10 +97,6 @@ def _is_frame(value: Any) -> bool:
     return type(value).__module__.startswith("pandas") and type(value).__name__ in ("DataFrame", "Series")
 
 
-def _cap(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters)"
-
-
 def _columns(frame: Any) -> str:
     """One line per column: name, dtype, nulls (the first COLUMN_LINES columns)."""
     nulls = frame.isna().sum()
@@ -113,19 +113,20 @@ def _columns(frame: Any) -> str:
 def render_value(value: Any) -> str:
     """How a value reads in a prompt (see the module doc)."""
     if isinstance(value, str):
-        return value
+        return secrets.redact(value)[0]  # never cut: the person chose to send it
     if _is_frame(value):
         shape = " × ".join(str(n) for n in value.shape)
         kind = type(value).__name__
         columns = _columns(value) if value.ndim == 2 and value.shape[1] > FEW_COLUMNS else ""
-        head = value.head(PREVIEW_ROWS)
-        head = head.to_string(max_cols=20, max_colwidth=60) if value.ndim == 2 else head.to_string()
+        first = value.head(PREVIEW_ROWS)
+        first = first.to_string(max_cols=20, max_colwidth=60) if value.ndim == 2 else first.to_string()
         more = value.shape[0] - PREVIEW_ROWS
-        tail = f"\n… ({more} more rows)" if more > 0 else ""
+        rest = f"\n… ({more} more rows)" if more > 0 else ""
         # The column list is kept whole (it is bounded); the rows take the room left.
-        rows = _cap(f"{head}{tail}", max(PREVIEW_CHARS - len(columns) - 40, 500))
+        columns = secrets.redact(columns)[0]
+        rows = head(f"{first}{rest}", max(PREVIEW_CHARS - len(columns) - 40, 500))
         return f"{kind} ({shape}):\n{rows}" + (f"\n{columns}" if columns else "")
-    return _cap(str(value), VALUE_CHARS)
+    return head(str(value), VALUE_CHARS)
 
 
 def _resolved(match: re.Match, namespace: Mapping[str, Any], notes: list[str] | None) -> str | Image:
