@@ -168,6 +168,35 @@ def test_format_code_joins_the_kernels_blocks_into_one_cell(ip, mode):
     assert "The answer has no python code block; no cell was added." in str(_final(captured)) + captured.stdout
 
 
+LISTED = "Here:\n\n1. Fix it:\n   ```python\n   x = 1\n   if x:\n       print(x)\n   ```\n2. Done.\n"
+
+
+@pytest.mark.parametrize("answer, blocks", [
+    (LISTED, ["x = 1\nif x:\n    print(x)"]),  # a list item's indentation is not the code's
+    ("- a\n\n  ```\n  if b:\n      c = 2\n  ```\n", ["if b:\n    c = 2"]),
+    ("> ```py\n> q = 1\n>\n> r = 2\n> ```\n", ["q = 1\n\nr = 2"]),  # a block quote's > goes
+    ("  ```\n  if s:\n        t = 2\n ```\n", ["if s:\n      t = 2"]),  # the fence's own indentation, no more
+    ("````python\ns = \"\"\"\n```\n\"\"\"\n````\n", ['s = """\n```\n"""']),  # a longer fence holds shorter ones
+    ("~~~~ python title=x.py\nu = \"\"\"\n~~~\n\"\"\"\n~~~~\n", ['u = """\n~~~\n"""']),  # the info's first word
+    ("```js\nalert(1)\n```\n```\nopen = True", ["open = True"]),  # another language; left open
+    ("    indented = 1\n\n``` python\nv = 1\n```", ["v = 1"]),  # an indented block is not a fence
+    ("Use ```x = 1``` inline.\n", []),  # a code span
+], ids=["list item", "bullet", "block quote", "indented fence", "longer fence", "tildes", "open", "indented code",
+        "code span"])
+def test_code_blocks_are_the_fences_the_markdown_parser_reads(answer, blocks):
+    assert bettong_nb.results.code_blocks(answer, "python") == blocks
+    for block in blocks:
+        compile(block, "<block>", "exec")  # what a new cell would run, were it run
+
+
+def test_fix_takes_a_fence_inside_a_list_item_without_its_indentation(ip):
+    ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted([LISTED]))
+    _raise_key_error(ip)
+    ip.rl_next_input = None
+    _ok(ip, "%agent fix bot")
+    assert ip.rl_next_input == "x = 1\nif x:\n    print(x)"
+
+
 def test_format_text_and_html(ip):
     _ok(ip, "%config AgentMagics.run_mode = 'await'")
     model = Scripted(["**not bold** <b>raw</b>", '<p onclick="steal()">Hi <script>x()</script><b>there</b></p>'])
