@@ -8,6 +8,7 @@ import json
 import os
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 from IPython.core.error import UsageError
@@ -227,6 +228,50 @@ def test_a_wide_dataframe_carries_its_dtypes_and_null_counts():
     huge = pd.DataFrame({f"c{i}": range(3) for i in range(500)})
     text = interpolation.interpolate("{df}", {"df": huge})
     assert "… (440 more columns)" in text and len(text) <= interpolation.PREVIEW_CHARS + 3000
+
+
+def _odd_frames() -> dict[str, object]:
+    zones = pd.date_range("2024-01-01", periods=12, freq="h", tz="America/Argentina/Buenos_Aires")
+    return {
+        "tz-aware datetimes": pd.DataFrame({f"when_{i}": zones for i in range(100)}),
+        "repeated names": pd.DataFrame([[1, 2.5, "x", None, 5, 6, 7]], columns=list("aabbccd")),
+        "multiindex": pd.DataFrame(np.ones((3, 80)), columns=pd.MultiIndex.from_product([["m" * 50, "n"], range(40)])),
+        "names not str": pd.DataFrame({(1, 2): [1], 3.5: [2], None: [3], "a": [4], "b": [5], "c": [6]}),
+        "huge cells": pd.DataFrame({f"c{i}": ["z" * 100_000] * 12 for i in range(30)}),
+        "huge series": pd.Series(["z" * 100_000] * 12),
+        "long names": pd.DataFrame({"n" * 5_000 + str(i): [1] for i in range(70)}),
+        "long dtypes": pd.DataFrame({f"c{i}": pd.Categorical([f"{'v' * 200}{j}" for j in range(12)]) for i in range(70)}),
+    }
+
+
+@pytest.mark.parametrize("name", list(_odd_frames()))
+def test_a_frame_preview_stays_within_its_bound_whatever_the_frame(name):
+    frame = _odd_frames()[name]
+    text = interpolation.interpolate("{df}", {"df": frame})
+    assert len(text) <= interpolation.PREVIEW_CHARS
+    assert text.startswith(f"{type(frame).__name__} ({' × '.join(map(str, frame.shape))}):\n")
+    if frame.ndim == 2 and frame.shape[1] > interpolation.FEW_COLUMNS:
+        listed = text.split("Columns (dtype, nulls):\n")[1].splitlines()
+        assert len(listed) >= min(frame.shape[1], 10)  # the list is there, not crowded out by the rows
+        assert listed[0].split()[-2:] == [str(int(frame.iloc[:, 0].isna().sum())), "null"]
+
+
+def test_repeated_column_names_are_listed_one_line_each():
+    frame = _odd_frames()["repeated names"]
+    listed = interpolation.interpolate("{df}", {"df": frame}).split("Columns (dtype, nulls):\n")[1]
+    assert [line.split()[:2] for line in listed.splitlines()] == [
+        [name, str(kind)] for name, kind in zip("aabbccd", frame.dtypes)]
+    assert str(frame.dtypes.iloc[0]) != str(frame.dtypes.iloc[1])  # each line is its own column's
+    assert listed.splitlines()[3].split()[-2:] == ["1", "null"]
+
+
+def test_a_secret_in_a_cell_pandas_would_cut_is_redacted_first(monkeypatch):
+    monkeypatch.setenv("MY_API_TOKEN", TOKEN)
+    for at in (30, 45, 58):  # pandas cuts a cell to 60 characters: inside the token
+        frame = pd.DataFrame({"note": ["q" * at + TOKEN, "plain"], "n": [1, 2]})
+        text = interpolation.interpolate("{df}", {"df": frame})
+        assert "plain" in text and ("[redacted]" in text or at > 50)  # pandas may cut the marker too
+        assert not {piece for piece in _pieces(TOKEN) if piece in text}
 
 
 def test_data_adds_sql_over_the_named_frames_for_one_cell(ip):

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from .. import secrets
 
-__all__ = ["head", "tail"]
+__all__ = ["head", "tail", "NOTE_CHARS"]
+
+NOTE_CHARS = 40  # the most a cut's note ("… (N more characters)") adds to the limit
 
 
 def head(text: str, limit: int) -> str:
