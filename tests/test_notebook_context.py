@@ -18,7 +18,7 @@ import bettong_nb
 from bettong_nb.notebook import errorlog, interpolation
 from bettong_nb.providers.scripted import Scripted
 from support.servers import ChatScript, LoopbackServer, chat_message
-from test_notebook_magics import _final, _ok, _run, _tool_agent, ip  # noqa: F401  (ip is a fixture)
+from test_notebook_magics import _final, _magics, _ok, _run, _tool_agent, ip  # noqa: F401  (ip is a fixture)
 
 SECRET = "sk-live-0123456789abcdefghijklmnop"
 
@@ -134,6 +134,27 @@ def test_explain_sends_the_failing_cell_and_shows_the_answer(ip):
     assert "KeyError: 'cost'" in sent
     assert "The dict has no key **cost**" in captured.stdout  # shown in the cell (a terminal here)
     assert ip.rl_next_input is None  # explain adds no cell
+
+
+@pytest.mark.parametrize("mode", ["block", "await"])
+def test_the_magics_own_usage_errors_are_not_errors_to_explain(ip, mode):
+    _ok(ip, f"%config AgentMagics.run_mode = '{mode}'")
+    model = Scripted(["Explained."])
+    ip.user_ns["bot"] = bettong_nb.agent(provider=model)
+    for line in ("%agent explain bot", "%agent explain bot", "%agent explain nobody", "%agent nonsense"):
+        result, _ = _run(ip, line)
+        assert isinstance(result.error_in_exec, UsageError)
+        result, _ = _run(ip, "%agent explain bot")
+        assert "Nothing to explain: no cell has raised" in str(result.error_in_exec)
+    failed = _raise_key_error(ip)
+    _run(ip, "%%agent bot --max-steps 0\nx")  # refused by the magic
+    _run(ip, "%agent fix bot extra words")
+    _ok(ip, "%agent explain bot")
+    assert f"In [{failed}]:\ncosts = " in _prompt(model) and "KeyError: 'cost'" in _prompt(model)
+    assert len(model.requests) == 1
+
+    _cell(ip, "from IPython.core.error import UsageError\nraise UsageError('the person raised it')")
+    assert "the person raised it" in str(_magics(ip).errors)  # only the library's own are skipped
 
 
 def test_fix_puts_the_code_in_one_new_cell_and_runs_nothing(ip):
