@@ -12,7 +12,9 @@ the provider by name, model and base URL.
 
 Never saved: the API key or any other secret (every string is redacted with
 :mod:`bettong_nb.secrets`, plus the values the provider and the capabilities hold, even inside
-``secrets.revealed()``), callables (``approve_fn``, ``on_event``), option values that are not
+``secrets.revealed()``; the transcript too, though the provider cached it unredacted: the file
+counts those stretches in ``transcript_redactions`` and the resumed session's first turn warns
+that it misses the cache), callables (``approve_fn``, ``on_event``), option values that are not
 plain data, capabilities beyond their ids, and the DataFrames tools handed back
 (``ToolCall.data``: the call says ``"data": "not saved (DataFrame)"``). ``not_saved`` in the file
 lists them. Images in the transcript are kept, as their base64.
@@ -79,6 +81,7 @@ class Saved(Ledger):
     options: dict
     provider: dict | None
     capabilities: list[str]
+    transcript_redactions: int = 0  # stretches of the transcript the save redacted
 
     @property
     def results(self) -> list[RunResult]:
@@ -186,26 +189,33 @@ def _secret_values(target: Any) -> list[str]:
     return secrets.values_held_by(holders)
 
 
-def _redacted(value: Any, extra: list[str], context: contextvars.Context) -> Any:
-    """``value`` with every string in it redacted, keys too; image bytes (base64) are not text
-    and are left as they are."""
+def _redacted(value: Any, extra: list[str], context: contextvars.Context, tally: list[int]) -> Any:
+    """``value`` with every string in it redacted, keys too (``tally[0]`` counts the stretches
+    replaced); image bytes (base64) are not text and are left as they are."""
     if isinstance(value, str):
-        return context.run(secrets.redact, value, extra=extra)[0]
+        text, count = context.run(secrets.redact, value, extra=extra)
+        tally[0] += count
+        return text
     if isinstance(value, Mapping):
         if value.get("type") == "image" and isinstance(value.get("data"), str):
-            return {k: v if k == "data" else _redacted(v, extra, context) for k, v in value.items()}
-        return {_redacted(str(k), extra, context): _redacted(v, extra, context) for k, v in value.items()}
+            return {k: v if k == "data" else _redacted(v, extra, context, tally) for k, v in value.items()}
+        return {_redacted(str(k), extra, context, tally): _redacted(v, extra, context, tally) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_redacted(v, extra, context) for v in value]
+        return [_redacted(v, extra, context, tally) for v in value]
     if value is None or isinstance(value, (bool, int, float)):
         return value
-    return _redacted(str(value), extra, context)  # anything else is written as its text: redact that
+    return _redacted(str(value), extra, context, tally)  # anything else is written as its text: redact that
 
 
 def redacted_document(target: Any) -> dict:
-    """:func:`document`, every string redacted. A fresh context: ``secrets.revealed()`` around a
-    save does not turn redaction off for the disk."""
-    return _redacted(document(target), _secret_values(target), contextvars.Context())
+    """:func:`document`, every string redacted, and ``transcript_redactions``: how many stretches
+    of the transcript were (the next turn after a load then differs from what the provider
+    cached). A fresh context: ``secrets.revealed()`` around a save does not turn redaction off
+    for the disk."""
+    doc, extra, context = document(target), _secret_values(target), contextvars.Context()
+    tallies = {key: [0] for key in doc}
+    out = {key: _redacted(value, extra, context, tallies[key]) for key, value in doc.items()}
+    return {**out, "transcript_redactions": tallies["transcript"][0]}
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
@@ -271,7 +281,7 @@ def parse(doc: Any, where: str) -> Saved:
                 prices=options.get("prices"))
         return Saved(doc["kind"], transcript, by_turn, requests, calls, _usage_from(doc["usage"]),
                      max(by_turn, default=0), doc.get("tools"), options.get("prices"), options, doc.get("provider"),
-                     list(doc.get("capabilities") or ()))
+                     list(doc.get("capabilities") or ()), int(doc.get("transcript_redactions") or 0))
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ResumeError(f"{where} is a damaged session file ({type(error).__name__}: {error})") from None
 

@@ -87,6 +87,32 @@ def test_a_resumed_session_warns_when_its_agent_offers_other_tools(tmp_path):
     assert [w.moved for w in warnings] == ["tools"] and "tools appended (echo)" in warnings[0].message
 
 
+def test_a_save_that_redacted_the_transcript_says_so_and_the_resumed_turn_warns(tmp_path):
+    token = "ghp_1234567890abcdefghijABCDEFGHIJ123456"  # a GitHub token's shape, in the model's answer
+    script = [chat_message(f"Use {token} there."), chat_message("ok"), chat_message("ok"), chat_message("ok")]
+    with LoopbackServer(ChatScript(script)) as server:
+        chat = bettong_nb.openai(base_url=server.url, api_key="k", model="m").session()
+        chat.run("Which token?")
+        path = chat.save(tmp_path / "chat.json")
+        text = path.read_text()
+        assert token not in text and json.loads(text)["transcript_redactions"] == 1
+
+        warnings = []
+        agent = bettong_nb.openai(base_url=server.url, api_key="k", model="m",
+                                  on_event=lambda e: isinstance(e, events.CacheWarning) and warnings.append(e))
+        resumed = bettong_nb.load_session(path, agent)
+        resumed.run("next")
+        resumed.run("and next")
+        sent = server.requests[1].json()["messages"]
+        assert "[redacted]" in json.dumps(sent) and token not in server.requests[1].text  # not what was cached
+        assert [(w.moved, "redacted 1 secret-shaped stretch of the transcript" in w.message) for w in warnings] == [
+            ("transcript", True)]  # once: the turn after it is on its own cached prefix again
+
+        clean = bettong_nb.openai(base_url=server.url, api_key="k", model="m").session()
+        clean.transcript = resumed.transcript  # nothing secret-shaped left in it
+        assert json.loads(clean.save(tmp_path / "clean.json").read_text())["transcript_redactions"] == 0
+
+
 def test_the_resumed_turn_keeps_the_saved_system_prompt(tmp_path):
     chat = bettong_nb.agent(provider=Scripted(["one"]), system="You are terse.").session()
     chat.run("hi")
