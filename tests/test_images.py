@@ -225,11 +225,10 @@ BAD_IMAGES = {
 
 @pytest.mark.parametrize("name", list(BAD_IMAGES))
 def test_an_image_that_does_not_decode_is_an_image_error_before_any_request(name):
-    data = BAD_IMAGES[name]
     with LoopbackServer(ChatScript([chat_message("never")])) as server:
         agent = bettong_nb.openai(base_url=server.url, api_key="k")
         with pytest.raises(ImageError) as raised:
-            agent.run(["What is this?", Image(data)])
+            agent.run(["What is this?", Image(BAD_IMAGES[name])])
         assert server.requests == []
     message = str(raised.value)
     assert re.search(r"damaged|cut short|more than Pillow decodes safely", message), message
@@ -271,11 +270,11 @@ def test_image_files_in_deep_or_unusual_modes_downscale():
     import numpy
 
     ramp = (numpy.arange(300 * 200).reshape(200, 300) % 65536).astype("uint16")
-    for data in (encoded(PIL.fromarray(ramp), "PNG"),                              # 16-bit gray PNG
+    for file in (encoded(PIL.fromarray(ramp), "PNG"),                              # 16-bit gray PNG
                  encoded(PIL.new("CMYK", (300, 200), (0, 0, 255, 0)), "JPEG"),     # CMYK JPEG
                  encoded(PIL.new("LA", (300, 200), (5, 100)), "PNG"),
                  encoded(PIL.new("P", (300, 200)), "GIF", transparency=0)):
-        small = images.bounded(Image(data), max_side=60)
+        small = images.bounded(Image(file), max_side=60)
         assert max(small.width, small.height) == 60 and opened(small).mode in ("L", "LA", "RGB", "RGBA")
 
 

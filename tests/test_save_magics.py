@@ -93,10 +93,10 @@ def test_paths_are_quoted_as_in_a_shell_and_os_errors_name_the_path(ip, tmp_path
     assert "into other (1 turn)" in _ok(ip, f"%agent load '{tmp_path}/my chat.json' other").stdout
 
     for line, message in [
-        (f"%agent save {tmp_path}/nope/x.json bot", f"%agent save {tmp_path}/nope/x.json: its folder {tmp_path}/nope "
-                                                    "does not exist"),
-        (f"%agent save {tmp_path} bot", f"%agent save {tmp_path}: it is a folder; name a file in it, e.g. "
-                                        f"{tmp_path}/chat.json"),
+        (f"%agent save {tmp_path}/nope/x.json bot",
+         f"%agent save {tmp_path}/nope/x.json: its folder {tmp_path}/nope does not exist"),
+        (f"%agent save {tmp_path} bot",
+         f"%agent save {tmp_path}: it is a folder; name a file in it, e.g. {tmp_path}/chat.json"),
         (f"%agent load {tmp_path} bot", f"%agent load {tmp_path}: it is a folder"),
         (f"%agent load {tmp_path}/nope/x.json bot", "its folder"),
         (f"%agent load {tmp_path}/none.json bot", f"%agent load {tmp_path}/none.json: No such file or directory"),

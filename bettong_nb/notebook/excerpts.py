@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import secrets
 
-__all__ = ["head", "tail", "NOTE_CHARS"]
+__all__ = ["NOTE_CHARS", "head", "tail"]
 
 NOTE_CHARS = 40  # the most a cut's note ("… (N more characters)") adds to the limit
 
