@@ -180,7 +180,8 @@ class Retry(Event):
 
 @dataclass(frozen=True)
 class CacheWarning(Event):
-    """A turn changes what the provider has cached (``moved``: "system" or "tools")."""
+    """A turn changes what the provider has cached (``moved``: "system", "tools", or
+    "transcript": a loaded session whose save redacted secret-shaped text in it)."""
 
     moved: str
     message: str

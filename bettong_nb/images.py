@@ -7,13 +7,18 @@
 
 A part is a str, an :class:`Image`, a matplotlib Figure (rendered to PNG), a PIL image or an
 ``IPython.display.Image`` holding data (never a URL: nothing is fetched). matplotlib, PIL and
-IPython are recognised by their module names and never imported here unless a value is theirs.
+IPython are recognised by their module names and never imported here unless a value is theirs,
+bar Pillow, which decodes every image about to be sent (see Bounds).
 
 Bounds: before anything is sent, an image wider or taller than ``max_side`` pixels (default
 1568, the size Anthropic scales down to anyway) or larger than ``max_bytes`` (default 3.75 MiB,
 so its base64 fits Anthropic's 5 MiB limit) is downscaled with Pillow (``pip install
 'bettong_nb[images]'``); without Pillow it is an :class:`ImageError`, as is a media type other
-than PNG, JPEG, GIF or WebP.
+than PNG, JPEG, GIF or WebP. With Pillow every image is decoded before it is sent: one that
+does not decode (a header and no data, damaged data) or declares more pixels than Pillow
+decodes safely is an ImageError, before any request; without it only the header is read.
+PIL images of any mode (16-bit or float gray, CMYK, premultiplied alpha, a palette with
+transparency) are converted to one PNG and JPEG carry.
 
 In a transcript an image is the plain block ``{"type": "image", "media_type": ..., "data":
 <base64>}`` (see :mod:`bettong_nb.provider`); providers encode it in their own wire format, and
@@ -29,6 +34,7 @@ import math
 import mimetypes
 import os
 import struct
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -44,8 +50,8 @@ _EXTRA = "pip install 'bettong_nb[images]'"
 
 
 class ImageError(ValueError):
-    """An image that cannot be sent: not PNG, JPEG, GIF or WebP, unreadable, or too large
-    where Pillow is not installed to shrink it."""
+    """An image that cannot be sent: not PNG, JPEG, GIF or WebP, unreadable or damaged, too
+    many pixels to decode safely, or too large where Pillow is not installed to shrink it."""
 
 
 # --- reading the bytes ------------------------------------------------------------------------
@@ -206,18 +212,37 @@ def _figure(figure: Any, max_side: int) -> Image:
     return Image(buffer.getvalue(), "image/png")
 
 
-_PNG_MODES = {"1", "L", "LA", "P", "RGB", "RGBA", "I", "I;16"}
+def _carriable(picture: Any) -> Any:
+    """``picture`` in a mode every encoder here writes and every model reads: L, LA, RGB or RGBA.
+    Gray deeper than 8 bits (I, I;16, F) is stretched over its own range (it has no fixed
+    one); a palette with transparency, premultiplied alpha and PA become RGBA; CMYK and the
+    other colour spaces RGB."""
+    mode = picture.mode
+    if mode in ("L", "LA", "RGB", "RGBA"):
+        return picture
+    if mode.startswith("I") or mode == "F":
+        picture = picture.convert("F")
+        low, high = picture.getextrema()
+        scale = 255 / (high - low) if high > low else 0
+        return picture.point(lambda value: (value - low) * scale).convert("L")
+    if mode == "La":  # premultiplied: Pillow converts it to LA only
+        return picture.convert("LA")
+    alpha = "A" in mode or mode == "RGBa" or "transparency" in picture.info
+    return picture.convert("RGBA" if alpha else "RGB")
 
 
 def _pil(picture: Any) -> Image:
     buffer = io.BytesIO()
-    if picture.format == "JPEG" and picture.mode in ("L", "RGB"):  # a photo: PNG would be several times larger
-        picture.save(buffer, format="JPEG", quality=90)
-        return Image(buffer.getvalue(), "image/jpeg")
-    if picture.mode not in _PNG_MODES:
-        picture = picture.convert("RGBA" if "A" in picture.mode else "RGB")
-    picture.save(buffer, format="PNG")
-    return Image(buffer.getvalue(), "image/png")
+    photo = picture.format == "JPEG" and picture.mode in ("L", "RGB")  # as PNG, several times larger
+    try:
+        if photo:
+            picture.save(buffer, format="JPEG", quality=90)
+        else:
+            _carriable(picture).save(buffer, format="PNG")
+    except Exception as exc:  # Pillow's plugins raise many kinds (OSError, ValueError, SyntaxError...)
+        raise ImageError(f"this PIL image ({picture.mode}, {picture.size[0]}×{picture.size[1]} px) cannot be "
+                         f"encoded: {type(exc).__name__}: {exc}") from None
+    return Image(buffer.getvalue(), "image/jpeg" if photo else "image/png")
 
 
 def _ipython(value: Any) -> Image:
@@ -258,18 +283,38 @@ def _encoded(picture: Any, media_type: str) -> bytes:
     return buffer.getvalue()
 
 
-def _downscaled(image: Image, max_side: int, max_bytes: int) -> Image:
-    """``image`` scaled down (Pillow) until it fits both bounds; raises ImportError without Pillow."""
+def _decoded(image: Image) -> Any:
+    """The pixels of ``image``, decoded by Pillow (ImportError without it) into a mode
+    :func:`_carriable` gives. ImageError when they cannot be decoded (a header and no data,
+    damaged data), or when there are more than Pillow decodes safely (``MAX_IMAGE_PIXELS``,
+    about 89 million: a header may declare any size)."""
+    from PIL import Image as PIL
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PIL.DecompressionBombWarning)
+            with PIL.open(io.BytesIO(image.data)) as source:
+                source.load()
+                picture = _carriable(source)
+                return picture.copy() if picture is source else picture
+    except (PIL.DecompressionBombError, PIL.DecompressionBombWarning):
+        raise ImageError(f"this image declares {image.width}×{image.height} px, more than Pillow decodes safely "
+                         f"({PIL.MAX_IMAGE_PIXELS} px)") from None
+    except Exception as exc:  # Pillow's plugins raise many kinds (OSError, SyntaxError, EOFError, ValueError...)
+        raise ImageError(f"this {image.media_type} image ({image.width}×{image.height} px by its header) is damaged "
+                         f"or cut short: {type(exc).__name__}: {exc}") from None
+
+
+def _downscaled(image: Image, picture: Any, max_side: int, max_bytes: int) -> Image:
+    """``picture`` (``image`` decoded) scaled down until it fits both bounds."""
     from PIL import Image as PIL
 
     # A GIF goes as PNG: models read one frame, and PNG keeps its palette colours exactly.
     media_type = "image/png" if image.media_type == "image/gif" else image.media_type
-    with PIL.open(io.BytesIO(image.data)) as source:
-        source.load()
-        picture = source.copy() if source.mode in ("L", "RGB", "RGBA") else source.convert("RGBA")
-    scale = min(1.0, max_side / max(image.width, image.height))
+    width, height = picture.size
+    scale = min(1.0, max_side / max(width, height))
     while True:
-        size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+        size = (max(1, round(width * scale)), max(1, round(height * scale)))
         data = _encoded(picture.resize(size, PIL.Resampling.LANCZOS), media_type)
         if len(data) <= max_bytes:
             return Image(data, media_type)
@@ -278,17 +323,23 @@ def _downscaled(image: Image, max_side: int, max_bytes: int) -> Image:
         scale *= min(0.9, math.sqrt(max_bytes / len(data)))
 
 
+def _within(image: Image, max_side: int, max_bytes: int) -> bool:
+    return max(image.width, image.height) <= max_side and len(image.data) <= max_bytes
+
+
 def bounded(image: Image, *, max_side: int = DEFAULT_MAX_SIDE, max_bytes: int = DEFAULT_MAX_BYTES) -> Image:
-    """``image`` itself when it is within ``max_side`` pixels a side and ``max_bytes``, else a
-    downscaled copy (Pillow); without Pillow an oversize image is an :class:`ImageError`."""
-    if max(image.width, image.height) <= max_side and len(image.data) <= max_bytes:
-        return image
+    """``image`` itself when it decodes and is within ``max_side`` pixels a side and
+    ``max_bytes``, else a downscaled copy; an :class:`ImageError` when it does not decode.
+    Without Pillow only the header is read, and an oversize image is an ImageError."""
     try:
-        return _downscaled(image, max_side, max_bytes)
+        picture = _decoded(image)
     except ImportError:
+        if _within(image, max_side, max_bytes):
+            return image
         raise ImageError(f"this image ({image.describe()}, {len(image.data)} bytes) is larger than the limits "
                          f"({max_side} px a side, {max_bytes} bytes) and Pillow is not installed to downscale it: "
                          f"{_EXTRA}, or send a smaller image") from None
+    return image if _within(image, max_side, max_bytes) else _downscaled(image, picture, max_side, max_bytes)
 
 
 def thumbnail(image: Image, side: int = 240) -> Image:
@@ -296,7 +347,7 @@ def thumbnail(image: Image, side: int = 240) -> Image:
     if max(image.width, image.height) <= side:
         return image
     try:
-        return _downscaled(image, side, max(len(image.data), 1))
+        return _downscaled(image, _decoded(image), side, max(len(image.data), 1))
     except (ImportError, ImageError):
         return image
 

@@ -10,7 +10,6 @@ results, sessions and batches share.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -160,26 +159,28 @@ def _details(details: Any) -> str:
 
 
 _ALIASES = {"python": {"python", "py", "python3", "ipython", "ipython3", "pycon"}}
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([^`\s]*)[^\n]*$")
 
 
 def code_blocks(text: str, language: str | None = None) -> list[str]:
     """The fenced (``` or ~~~) code blocks of Markdown ``text``, in order (see
-    :meth:`RunResult.code_blocks`); a block left open runs to the end of the text."""
+    :meth:`RunResult.code_blocks`), as the Markdown parser reads them (the one the displays
+    use): a fence in a list item or a block quote gives its code without the item's
+    indentation or the ``>``, a longer fence holds shorter ones, a fence left open runs to
+    the end of its container. Indented code blocks are not taken: prose indents too."""
+    from .sanitize import markdown_tree
+
     wanted = None if language is None else _ALIASES.get(language.lower(), {language.lower()}) | {""}
     blocks: list[str] = []
-    fence, label, lines = None, "", []
-    for line in text.splitlines():
-        if fence is None:
-            match = _FENCE.match(line)
-            if match and not (match.group(1)[0] == "`" and "`" in line[line.index("`") + len(match.group(1)):]):
-                fence, label, lines = match.group(1), match.group(2).lower(), []
-        elif line.strip().startswith(fence[0] * len(fence)) and not line.strip().strip(fence[0]):
+    for token in _walk(markdown_tree(text)):
+        if token["type"] == "block_code" and token.get("style") == "fenced":
+            info = (token.get("attrs") or {}).get("info") or ""
+            label = info.split(maxsplit=1)[0].lower() if info.strip() else ""
             if wanted is None or label in wanted:
-                blocks.append("\n".join(lines))
-            fence = None
-        else:
-            lines.append(line)
-    if fence is not None and (wanted is None or label in wanted):
-        blocks.append("\n".join(lines))
+                blocks.append(token["raw"].removesuffix("\n"))
     return blocks
+
+
+def _walk(tokens: list[dict]):
+    for token in tokens:
+        yield token
+        yield from _walk(token.get("children") or [])

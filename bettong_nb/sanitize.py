@@ -65,7 +65,8 @@ from typing import Any, Callable
 
 from .images import MEDIA_TYPES
 
-__all__ = ["markdown_html", "html_answer", "allowed_html", "safe_link", "markdown_text", "markdown_literal",
+__all__ = ["markdown_html", "html_answer", "allowed_html", "safe_link", "markdown_text", "markdown_tree",
+           "markdown_literal",
            "markdown_code", "markdown_fence", "terminal_text", "clean_text", "clean"]
 
 # --- URLs ---------------------------------------------------------------------------------------
@@ -534,6 +535,12 @@ def _markdown_tree() -> Callable[[str], list[dict]]:
     return mistune.create_markdown(renderer=None, plugins=_PLUGINS)
 
 
+def markdown_tree(text: str) -> list[dict]:
+    """mistune's syntax tree of Markdown ``text``, the one the displays render from: for code
+    that reads an answer's structure (its code blocks)."""
+    return _markdown_tree()(_source(text))
+
+
 def markdown_text(text: str) -> str:
     """Markdown (a model's answer) re-written as Markdown that any CommonMark or GFM viewer
     (JupyterLab, VS Code, GitHub, Markdown.pl) renders without fetching or running anything.
@@ -548,11 +555,10 @@ def markdown_text(text: str) -> str:
     shown as written; every text character that could start markup is escaped. Text nested too
     deeply for the parser comes back whole in a code fence.
     """
-    source = _source(text)
     try:
-        return _blocks(_markdown_tree()(source))
+        return _blocks(markdown_tree(text))
     except RecursionError:
-        return markdown_fence(source)
+        return markdown_fence(_source(text))
 
 
 # --- terminals ----------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ the provider by name, model and base URL.
 
 Never saved: the API key or any other secret (every string is redacted with
 :mod:`bettong_nb.secrets`, plus the values the provider and the capabilities hold, even inside
-``secrets.revealed()``), callables (``approve_fn``, ``on_event``), option values that are not
+``secrets.revealed()``; the transcript too, though the provider cached it unredacted: the file
+counts those stretches in ``transcript_redactions`` and the resumed session's first turn warns
+that it misses the cache), callables (``approve_fn``, ``on_event``), option values that are not
 plain data, capabilities beyond their ids, and the DataFrames tools handed back
 (``ToolCall.data``: the call says ``"data": "not saved (DataFrame)"``). ``not_saved`` in the file
 lists them. Images in the transcript are kept, as their base64.
@@ -23,15 +25,18 @@ options and provider record what the conversation ran with.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextvars
 import dataclasses
 import json
+import math
 import os
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from . import capability as cap
@@ -79,6 +84,7 @@ class Saved(Ledger):
     options: dict
     provider: dict | None
     capabilities: list[str]
+    transcript_redactions: int = 0  # stretches of the transcript the save redacted
 
     @property
     def results(self) -> list[RunResult]:
@@ -187,9 +193,15 @@ def _secret_values(target: Any) -> list[str]:
 
 
 def redacted_document(target: Any) -> dict:
-    """:func:`document`, every string redacted. A fresh context: ``secrets.revealed()`` around a
-    save does not turn redaction off for the disk."""
-    return contextvars.Context().run(secrets.redact_data, document(target), extra=_secret_values(target))
+    """:func:`document`, every string redacted, and ``transcript_redactions``: how many stretches
+    of the transcript were (the next turn after a load then differs from what the provider
+    cached). A fresh context: ``secrets.revealed()`` around a save does not turn redaction off
+    for the disk."""
+    doc, extra, context = document(target), _secret_values(target), contextvars.Context()
+    out, counts = {}, {}
+    for key, value in doc.items():
+        out[key], counts[key] = context.run(secrets.redact_data, value, extra=extra)
+    return {**out, "transcript_redactions": counts["transcript"]}
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
@@ -227,37 +239,176 @@ def _known(cls: type, data: Mapping[str, Any]) -> dict:
     return {k: v for k, v in data.items() if k in names}
 
 
+# What a file must hold to be resumed: checked whole at load, so a hand-edited or damaged file is
+# one clear ResumeError naming the place, never a traceback at load or at the next turn.
+
+class _Damaged(Exception):
+    """Where a document departs from the format, and how."""
+
+
+_TYPES = {"str": str, "int": int, "float": (int, float), "bool": bool, "None": type(None), "list": list,
+          "dict": dict}
+_TURN = {"turn": "int", "messages": "int", "output": "str | None", "done": "bool", "steps": "int",
+         "stop_reason": "str | None", "reason": "str | None", "redactions": "int", "usage": "Usage"}
+_ROLES = ("system", "user", "assistant")
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
+    return f"{type(value).__name__} {text[:40]}{'…' if len(text) > 40 else ''}"
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == "Any":
+        return True
+    if kind == "Usage":
+        return isinstance(value, dict) and all(_is(value.get(f.name, 0), "int") and value.get(f.name, 0) >= 0
+                                               for f in dataclasses.fields(Usage))
+    if isinstance(value, bool) and kind != "bool":  # JSON's true is no number
+        return False
+    if kind == "float" and isinstance(value, float) and not math.isfinite(value):  # 1e400 reads as inf
+        return False
+    if kind == "int" and isinstance(value, int) and abs(value) > 2 ** 53:  # beyond what JSON readers agree on
+        return False
+    return isinstance(value, _TYPES[kind])
+
+
+def _want(value: Any, kinds: str, at: str) -> Any:
+    """``value`` when it is of one of ``kinds`` ("str | None"), else _Damaged naming ``at``."""
+    if not any(_is(value, kind.strip()) for kind in kinds.split("|")):
+        wanted = kinds.replace(" | ", " or ").replace("None", "null").replace("Usage", "token counts (whole numbers)")
+        raise _Damaged(f"{at} should be {wanted}, not {_shown(value)}")
+    return value
+
+
+def _record(value: Any, fields: Mapping[str, str], at: str, optional: Iterable[str] = ()) -> None:
+    """``value`` an object whose ``fields`` (name: kinds) are present (bar ``optional``) and of their kinds."""
+    _want(value, "dict", at or "the file")
+    for name, kinds in fields.items():
+        if name in value:
+            _want(value[name], kinds, f"{at}.{name}" if at else name)
+        elif name not in optional:
+            raise _Damaged(f"{at or 'the file'} has no {name!r}")
+
+
+def _dataclass_record(value: Any, cls: type, at: str, skip: Iterable[str] = ()) -> None:
+    """``value`` a record of dataclass ``cls``: its fields' annotations are the kinds."""
+    fields = [f for f in dataclasses.fields(cls) if f.name not in skip]
+    optional = [f.name for f in fields
+                if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING]
+    _record(value, {f.name: str(f.type) for f in fields}, at, optional)
+
+
+def _check_image(block: Any, at: str) -> None:
+    _record(block, {"media_type": "str", "data": "str"}, at)
+    try:
+        Image(base64.b64decode(block["data"], validate=True), block["media_type"])
+    except (binascii.Error, ValueError) as error:  # ImageError is a ValueError
+        raise _Damaged(f"{at} is not an image's base64 ({error})") from None
+
+
+def _check_block(block: Any, at: str, tool_uses: set[str]) -> None:
+    _want(block, "dict", at)
+    kind = _want(block.get("type"), "str", f"{at}.type")
+    if "raw" in block:
+        _want(block["raw"], "dict", f"{at}.raw")
+    if kind in ("text", "thinking"):
+        _record(block, {"text": "str"}, at)
+    elif kind == "image":
+        _check_image(block, at)
+    elif kind == "tool_use":
+        _record(block, {"id": "str", "name": "str", "input": "Any"}, at)
+        if not block["id"] or not block["name"]:
+            raise _Damaged(f"{at} has an empty id or name")
+        tool_uses.add(block["id"])
+    elif kind == "tool_result":
+        _record(block, {"tool_use_id": "str", "content": "str", "is_error": "bool", "images": "list"}, at,
+                optional=("is_error", "images"))
+        if block["tool_use_id"] not in tool_uses:
+            raise _Damaged(f"{at} answers tool call {block['tool_use_id']!r}, which no earlier message made")
+        for i, image in enumerate(block.get("images") or ()):
+            _check_image(image, f"{at}.images[{i}]")
+    elif kind != "other":  # what the Anthropic provider keeps as it came (its raw), to echo back
+        raise _Damaged(f"{at}.type is {kind!r}, not a block type of a transcript")
+
+
+def _check_transcript(transcript: Any) -> None:
+    _want(transcript, "list", "transcript")
+    if not transcript or not isinstance(transcript[0], dict) or transcript[0].get("role") != "system":
+        raise _Damaged("transcript does not start with the system message")
+    tool_uses: set[str] = set()
+    for i, message in enumerate(transcript):
+        at = f"transcript[{i}]"
+        _record(message, {"role": "str", "content": "str | list"}, at)
+        if message["role"] not in _ROLES or (message["role"] == "system") != (i == 0):
+            raise _Damaged(f"{at}.role is {message['role']!r}; a transcript has one system message, first, then "
+                           "user and assistant messages")
+        if i == 0 and not isinstance(message["content"], str):
+            raise _Damaged(f"{at}.content (the system prompt) should be str, not {_shown(message['content'])}")
+        for j, block in enumerate(message["content"] if isinstance(message["content"], list) else ()):
+            _check_block(block, f"{at}.content[{j}]", tool_uses)
+
+
+def _check(doc: dict) -> None:
+    """Everything :func:`parse` and the next turn read, of the kind they read it as."""
+    if doc.get("kind") not in ("session", "result"):
+        raise _Damaged(f"kind should be \"session\" or \"result\", not {_shown(doc.get('kind'))}")
+    _check_transcript(doc.get("transcript"))
+    _record(doc, {"turns": "list", "requests": "list", "tool_calls": "list", "usage": "Usage",
+                  "tools": "list | None", "options": "dict | None", "provider": "dict | None",
+                  "capabilities": "list | None", "transcript_redactions": "int"}, "",
+            optional=("tools", "options", "provider", "capabilities", "transcript_redactions"))
+    for i, tool in enumerate(doc.get("tools") or ()):
+        _record(tool, {"name": "str", "parameters": "dict", "description": "str | None"}, f"tools[{i}]",
+                optional=("description",))
+    for i, name in enumerate(doc.get("capabilities") or ()):
+        _want(name, "str", f"capabilities[{i}]")
+    _want((doc.get("options") or {}).get("prices"), "dict | None", "options.prices")
+    for i, turn in enumerate(doc["turns"]):
+        _record(turn, _TURN, f"turns[{i}]")
+        if not 1 <= turn["turn"] or not 0 <= turn["messages"] <= len(doc["transcript"]):
+            raise _Damaged(f"turns[{i}] counts turn {turn['turn']} or {turn['messages']} messages, which the "
+                           f"transcript ({len(doc['transcript'])} messages) does not hold")
+    for i, request in enumerate(doc["requests"]):
+        _dataclass_record(request, RequestRecord, f"requests[{i}]")
+    for i, call in enumerate(doc["tool_calls"]):
+        _dataclass_record(call, ToolCall, f"tool_calls[{i}]", skip=("data", "images"))
+
+
 def parse(doc: Any, where: str) -> Saved:
-    """A saved document as a :class:`Saved`; ResumeError when it is not one this version reads."""
+    """A saved document as a :class:`Saved`; ResumeError when it is not one this version reads,
+    naming the first place where it departs from the format."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ResumeError(f"{where} is not a saved bettong_nb session (no \"format\": \"{FORMAT}\" in it); "
                           "save one with session.save(path)")
     version = doc.get("version")
-    if not isinstance(version, int) or version > VERSION:
-        raise ResumeError(f"{where} was saved in session format version {version!r}; this bettong_nb reads "
-                          f"versions up to {VERSION}: upgrade bettong_nb to load it")
+    if not _is(version, "int") or not 1 <= version <= VERSION:
+        raise ResumeError(f"{where} was saved in session format version {_shown(version)}; this bettong_nb reads "
+                          f"versions 1 to {VERSION}" + (": upgrade bettong_nb to load it"
+                                                        if _is(version, "int") and version > VERSION else ""))
     try:
-        transcript = list(doc["transcript"])
-        requests = [RequestRecord(**{**_known(RequestRecord, r), "usage": _usage_from(r["usage"])})
-                    for r in doc["requests"]]
-        results = tool_results(transcript)
-        calls = [ToolCall(**{**_known(ToolCall, c), "data": None,
-                             "images": [Image.from_block(b) for b in tool_result_images(results.get(c["id"]) or {})]})
-                 for c in doc["tool_calls"]]
-        options = dict(doc.get("options") or {})
-        by_turn = {}
-        for turn in doc["turns"]:
-            number = int(turn["turn"])
-            by_turn[number] = RunResult(
-                turn["output"], turn["steps"], [c for c in calls if c.turn == number],
-                transcript[:turn["messages"]], _usage_from(turn["usage"]), turn["done"],
-                [r for r in requests if r.turn == number], turn["redactions"], turn["stop_reason"], turn["reason"],
-                prices=options.get("prices"))
-        return Saved(doc["kind"], transcript, by_turn, requests, calls, _usage_from(doc["usage"]),
-                     max(by_turn, default=0), doc.get("tools"), options.get("prices"), options, doc.get("provider"),
-                     list(doc.get("capabilities") or ()))
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise ResumeError(f"{where} is a damaged session file ({type(error).__name__}: {error})") from None
+        _check(doc)
+    except _Damaged as error:
+        raise ResumeError(f"{where} is a damaged session file: {error}") from None
+    transcript = list(doc["transcript"])
+    requests = [RequestRecord(**{**_known(RequestRecord, r), "usage": _usage_from(r["usage"])})
+                for r in doc["requests"]]
+    results = tool_results(transcript)
+    calls = [ToolCall(**{**_known(ToolCall, c), "data": None,
+                         "images": [Image.from_block(b) for b in tool_result_images(results.get(c["id"]) or {})]})
+             for c in doc["tool_calls"]]
+    options = dict(doc.get("options") or {})
+    by_turn = {}
+    for turn in doc["turns"]:
+        number = turn["turn"]
+        by_turn[number] = RunResult(
+            turn["output"], turn["steps"], [c for c in calls if c.turn == number],
+            transcript[:turn["messages"]], _usage_from(turn["usage"]), turn["done"],
+            [r for r in requests if r.turn == number], turn["redactions"], turn["stop_reason"], turn["reason"],
+            prices=options.get("prices"))
+    return Saved(doc["kind"], transcript, by_turn, requests, calls, _usage_from(doc["usage"]),
+                 max(by_turn, default=0), doc.get("tools"), options.get("prices"), options, doc.get("provider"),
+                 list(doc.get("capabilities") or ()), doc.get("transcript_redactions", 0))
 
 
 def read(path: str | os.PathLike) -> Saved:
@@ -266,6 +417,9 @@ def read(path: str | os.PathLike) -> Saved:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ResumeError(f"{os.fspath(path)} is not a saved bettong_nb session (not JSON: {error})") from None
+    except RecursionError:
+        raise ResumeError(f"{os.fspath(path)} is not a saved bettong_nb session (its JSON is nested deeper than "
+                          "a session's ever is)") from None
     return parse(doc, os.fspath(path))
 
 

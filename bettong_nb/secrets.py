@@ -221,23 +221,28 @@ def redact(text: str, *, extra: Iterable[str | None] = ()) -> tuple[str, int]:
     return ("".join(out) if plain else b"".join(out).decode("utf-8", "surrogatepass")), len(spans)
 
 
-def redact_data(value: Any, *, extra: Iterable[str | None] = ()) -> Any:
-    """JSON-like ``value`` with every string in it redacted, keys too, for what goes to disk
-    (a string redacted one by one, not the JSON text: there a broken line is ``\\n``). Image
-    bytes (``{"type": "image", "data": base64}``) are not text and are left as they are; any
-    other object is written as its text, redacted."""
-    extra = list(extra)
-    if isinstance(value, str):
-        return redact(value, extra=extra)[0]
-    if isinstance(value, Mapping):
-        if value.get("type") == "image" and isinstance(value.get("data"), str):
-            return {k: v if k == "data" else redact_data(v, extra=extra) for k, v in value.items()}
-        return {redact(str(k), extra=extra)[0]: redact_data(v, extra=extra) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact_data(v, extra=extra) for v in value]
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    return redact(str(value), extra=extra)[0]
+def redact_data(value: Any, *, extra: Iterable[str | None] = ()) -> tuple[Any, int]:
+    """``(JSON-like value with every string in it redacted, keys too; stretches replaced)``, for
+    what goes to disk (a string redacted one by one, not the JSON text: there a broken line is
+    ``\\n``). Image bytes (``{"type": "image", "data": base64}``) are not text and are left as
+    they are; any other object is written as its text, redacted."""
+    extra, count = list(extra), 0
+
+    def scrub(item: Any) -> Any:
+        nonlocal count
+        if isinstance(item, Mapping):
+            if item.get("type") == "image" and isinstance(item.get("data"), str):
+                return {k: v if k == "data" else scrub(v) for k, v in item.items()}
+            return {scrub(str(k)): scrub(v) for k, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [scrub(v) for v in item]
+        if item is None or isinstance(item, (bool, int, float)):
+            return item
+        text, found = redact(str(item), extra=extra)  # anything else is written as its text
+        count += found
+        return text
+
+    return scrub(value), count
 
 
 def redaction_spans(text: str, *, extra: Iterable[str | None] = ()) -> list[tuple[int, int]]:

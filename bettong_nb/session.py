@@ -86,6 +86,7 @@ class Session(Ledger):
         self.results: list[RunResult] = []
         self.turns = 0
         self._tools: list[dict] | None = None
+        self._redacted_on_save = 0  # stretches of a loaded transcript the save redacted: not what was cached
         self._lock = _TurnLock()
 
     @property
@@ -122,6 +123,12 @@ class Session(Ledger):
         return on_event
 
     def _check_prefix(self, start: events.RunStarted, tell: Callable[[Any], Any]) -> None:
+        if self._redacted_on_save:
+            count, self._redacted_on_save = self._redacted_on_save, 0
+            tell(events.CacheWarning(
+                "transcript", f"This session was loaded from a file whose save redacted {count} secret-shaped "
+                f"stretch{'' if count == 1 else 'es'} of the transcript (secrets never go to disk), so its messages "
+                "differ from what the provider cached: this request pays full price for the whole prompt once."))
         if self.transcript:
             if start.system != self.transcript[0]["content"]:
                 tell(events.CacheWarning(
@@ -168,7 +175,7 @@ class Session(Ledger):
         """Forget the conversation; keep the agent (and what its budget has spent).
         The next turn builds a fresh system prompt."""
         self.transcript, self.usage, self.requests, self.tool_calls, self.results = [], usage.ZERO, [], [], []
-        self.turns, self._tools = 0, None
+        self.turns, self._tools, self._redacted_on_save = 0, None, 0
         return self
 
     def save(self, path: str | Path) -> Path:
@@ -187,10 +194,11 @@ class Session(Ledger):
 
     def restore(self, saved: "Saved") -> "Session":
         """Continue a saved conversation (``bettong_nb.load_session`` calls this): its transcript
-        exactly as saved, its turns and usage, and the tools its cached prefix holds."""
+        exactly as saved, its turns and usage, and the tools its cached prefix holds. When the
+        save redacted the transcript, the next turn warns (a CacheWarning) that it misses the cache."""
         self.transcript, self.results, self.turns = list(saved.transcript), saved.results, saved.turns
         self.usage, self.requests, self.tool_calls = saved.usage, list(saved.requests), list(saved.tool_calls)
-        self._tools = saved.tools
+        self._tools, self._redacted_on_save = saved.tools, saved.transcript_redactions
         return self
 
     def close(self) -> None:

@@ -126,13 +126,14 @@ def test_pil_and_ipython_images_convert_and_anything_else_is_not_an_image():
 def test_recognising_images_imports_none_of_matplotlib_pil_or_ipython():
     code = (f"import sys, bettong_nb\nfrom bettong_nb import images\nfrom bettong_nb.providers.scripted import Scripted\n"
             f"png = {PLOT!r}\n"
+            "assert [images.as_image(v) for v in ('x', 1, {}, b'')] == [None] * 4\n"
+            "print(sorted(m for m in ('PIL', 'matplotlib', 'IPython') if m in sys.modules))\n"
             "model = Scripted(['seen'])\n"
             "result = bettong_nb.agent(provider=model).run(['look', bettong_nb.Image(png), 'and'])\n"
             "assert result.output == 'seen' and result.requests[0].images == 1\n"
-            "assert [images.as_image(v) for v in ('x', 1, {}, b'')] == [None] * 4\n"
             "print(sorted(m for m in ('PIL', 'matplotlib', 'IPython') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.stdout.strip() == "[]", out.stderr
+    assert out.stdout.split() == ["[]", "['PIL']"], out.stderr  # Pillow only once an image is decoded to be sent
 
 
 # --- bounds -----------------------------------------------------------------------------------
@@ -198,6 +199,83 @@ def test_parts_that_cannot_be_sent_fail_before_any_request():
         with pytest.raises(ValueError, match="no text and no image"):
             agent.run(["", ""])
     assert server.requests == []
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def _png_header(width: int, height: int) -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+
+
+BAD_IMAGES = {
+    "png header only": _png_header(10, 10),
+    "png header and end": _png_header(10, 10) + _chunk(b"IEND", b""),
+    "png junk data": _png_header(5, 5) + _chunk(b"IDAT", b"garbage") + _chunk(b"IEND", b""),
+    "png cut short": PLOT[:len(PLOT) // 2],
+    "png bad checksum": PLOT[:-20] + bytes(4) + PLOT[-16:],
+    "png declaring 100000 x 100000": _png_header(100_000, 100_000) + _chunk(b"IEND", b""),
+    "png declaring 10000 x 10000": _png_header(10_000, 10_000) + _chunk(b"IDAT", zlib.compress(b"")),
+    "jpeg without its scan": encoded(PIL.new("RGB", (64, 64), "red"), "JPEG")[:200],
+    "gif header only": b"GIF89a\x0a\x00\x0a\x00\x00\x00\x00",
+    "webp header only": b"RIFF\x20\x00\x00\x00WEBPVP8 \x14\x00\x00\x00" + bytes(6) + struct.pack("<HH", 9, 9),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_IMAGES))
+def test_an_image_that_does_not_decode_is_an_image_error_before_any_request(name):
+    with LoopbackServer(ChatScript([chat_message("never")])) as server:
+        agent = bettong_nb.openai(base_url=server.url, api_key="k")
+        with pytest.raises(ImageError) as raised:
+            agent.run(["What is this?", Image(BAD_IMAGES[name])])
+        assert server.requests == []
+    message = str(raised.value)
+    assert re.search(r"damaged|cut short|more than Pillow decodes safely", message), message
+    if "declaring" in name:
+        assert "more than Pillow decodes safely" in message and re.search(r"\d+×\d+ px", message)
+
+
+def _odd_pictures() -> dict:
+    import numpy
+
+    ramp = numpy.arange(48 * 32).reshape(32, 48)
+    palette = PIL.new("P", (48, 32))
+    palette.info["transparency"] = 0
+    return {
+        "I": PIL.fromarray(ramp.astype("int32") * 1000, "I"), "I;16": PIL.fromarray(ramp.astype("uint16") * 40),
+        "F": PIL.fromarray(ramp.astype("float32") / 7), "La": PIL.new("La", (48, 32), (9, 200)),
+        "LA": PIL.new("LA", (48, 32)), "PA": PIL.new("PA", (48, 32)), "P transparent": palette,
+        "CMYK": PIL.new("CMYK", (48, 32), (0, 255, 0, 0)), "RGBa": PIL.new("RGBa", (48, 32)),
+        "1": PIL.new("1", (48, 32), 1), "LAB": PIL.new("LAB", (48, 32)), "YCbCr": PIL.new("YCbCr", (48, 32)),
+        "HSV": PIL.new("HSV", (48, 32)), "RGBX": PIL.new("RGBX", (48, 32)),
+    }
+
+
+@pytest.mark.parametrize("mode", list(_odd_pictures()))
+def test_a_pil_image_of_any_mode_is_sent_in_a_mode_png_carries(mode):
+    picture = _odd_pictures()[mode]
+    image = images.as_image(picture)
+    assert image.media_type == "image/png" and (image.width, image.height) == (48, 32)
+    assert opened(image).mode in ("L", "LA", "RGB", "RGBA")
+    small = images.bounded(image, max_side=12)  # decoded and downscaled again
+    assert max(small.width, small.height) == 12 and opened(small).mode in ("L", "LA", "RGB", "RGBA")
+    if mode in ("I", "I;16", "F"):  # deep gray stretched over its range, not clipped to white
+        assert opened(image).getextrema() == (0, 255)
+    if mode == "CMYK":
+        assert opened(image).getpixel((0, 0)) == (255, 0, 255)
+
+
+def test_image_files_in_deep_or_unusual_modes_downscale():
+    import numpy
+
+    ramp = (numpy.arange(300 * 200).reshape(200, 300) % 65536).astype("uint16")
+    for file in (encoded(PIL.fromarray(ramp), "PNG"),                              # 16-bit gray PNG
+                 encoded(PIL.new("CMYK", (300, 200), (0, 0, 255, 0)), "JPEG"),     # CMYK JPEG
+                 encoded(PIL.new("LA", (300, 200), (5, 100)), "PNG"),
+                 encoded(PIL.new("P", (300, 200)), "GIF", transparency=0)):
+        small = images.bounded(Image(file), max_side=60)
+        assert max(small.width, small.height) == 60 and opened(small).mode in ("L", "LA", "RGB", "RGBA")
 
 
 # --- the three wire formats -------------------------------------------------------------------

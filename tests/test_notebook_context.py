@@ -8,6 +8,7 @@ import json
 import os
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 from IPython.core.error import UsageError
@@ -16,7 +17,8 @@ from IPython.utils.capture import capture_output
 import bettong_nb
 from bettong_nb.notebook import errorlog, interpolation
 from bettong_nb.providers.scripted import Scripted
-from test_notebook_magics import _final, _ok, _run, _tool_agent, ip  # noqa: F401  (ip is a fixture)
+from support.servers import ChatScript, LoopbackServer, chat_message
+from test_notebook_magics import _final, _magics, _ok, _run, _tool_agent, ip  # noqa: F401  (ip is a fixture)
 
 SECRET = "sk-live-0123456789abcdefghijklmnop"
 
@@ -76,6 +78,36 @@ def test_err_is_redacted_and_bounded(ip, monkeypatch):
     assert "characters before)" in sent and sent.endswith("vvv the end")  # the traceback's end
 
 
+TOKEN = "tokv4lue-Zx9Qw8Er7Ty6Ui5Op4As3Df2"  # no known shape: only the environment makes it a secret
+
+
+def _pieces(secret: str, size: int = 6) -> set[str]:
+    return {secret[i:i + size] for i in range(len(secret) - size + 1)}
+
+
+def test_a_secret_astride_a_bound_never_reaches_the_model_in_any_piece(ip, monkeypatch):
+    monkeypatch.setenv("MY_API_TOKEN", TOKEN)
+    # Where each bound cuts: inside the token at its start, middle and end, and just around it.
+    offsets = [-1, 1, 9, 17, 25, len(TOKEN) - 1, len(TOKEN) + 1]
+    cells = [f"import os\nraise ValueError(os.environ['MY_API_TOKEN'] + 'y' * {errorlog.TRACEBACK_CHARS - k})"
+             for k in offsets]  # the traceback's last TRACEBACK_CHARS characters
+    cells += ["#" * (errorlog.CODE_CHARS - len("\nt = '") - k) + f"\nt = '{TOKEN}'\nraise KeyError(1)"
+              for k in offsets]  # the code's first CODE_CHARS characters
+    with LoopbackServer(ChatScript([chat_message("ok")] * (3 * len(cells)))) as server:
+        ip.user_ns["bot"] = bettong_nb.openai(base_url=server.url, api_key="k", model="m")
+        for cell in cells:
+            _cell(ip, cell)
+            _ok(ip, "%%agent bot\n{Err}")
+        for k in offsets:  # a value's str() and a frame's rows, cut at their bounds
+            ip.user_ns["note"] = ["n" * (interpolation.VALUE_CHARS - 2 - k) + TOKEN]
+            ip.user_ns["frame"] = pd.Series(["w" * (interpolation.PREVIEW_CHARS - 45 - k) + TOKEN])
+            _ok(ip, "%%agent bot\n{note} {frame}")
+        assert len(server.requests) == 3 * len(offsets)
+        for request in server.requests:
+            assert "[redacted]" in request.text or "characters" in request.text
+            assert not {piece for piece in _pieces(TOKEN) if piece in request.text}
+
+
 def test_an_undefined_name_is_sent_as_written_and_the_cell_says_so(ip):
     model = Scripted(["ok"])
     ip.user_ns.update(bot=bettong_nb.agent(provider=model), cfg={"a": 1})
@@ -102,6 +134,27 @@ def test_explain_sends_the_failing_cell_and_shows_the_answer(ip):
     assert "KeyError: 'cost'" in sent
     assert "The dict has no key **cost**" in captured.stdout  # shown in the cell (a terminal here)
     assert ip.rl_next_input is None  # explain adds no cell
+
+
+@pytest.mark.parametrize("mode", ["block", "await"])
+def test_the_magics_own_usage_errors_are_not_errors_to_explain(ip, mode):
+    _ok(ip, f"%config AgentMagics.run_mode = '{mode}'")
+    model = Scripted(["Explained."])
+    ip.user_ns["bot"] = bettong_nb.agent(provider=model)
+    for line in ("%agent explain bot", "%agent explain bot", "%agent explain nobody", "%agent nonsense"):
+        result, _ = _run(ip, line)
+        assert isinstance(result.error_in_exec, UsageError)
+        result, _ = _run(ip, "%agent explain bot")
+        assert "Nothing to explain: no cell has raised" in str(result.error_in_exec)
+    failed = _raise_key_error(ip)
+    _run(ip, "%%agent bot --max-steps 0\nx")  # refused by the magic
+    _run(ip, "%agent fix bot extra words")
+    _ok(ip, "%agent explain bot")
+    assert f"In [{failed}]:\ncosts = " in _prompt(model) and "KeyError: 'cost'" in _prompt(model)
+    assert len(model.requests) == 1
+
+    _cell(ip, "from IPython.core.error import UsageError\nraise UsageError('the person raised it')")
+    assert "the person raised it" in str(_magics(ip).errors)  # only the library's own are skipped
 
 
 def test_fix_puts_the_code_in_one_new_cell_and_runs_nothing(ip):
@@ -137,6 +190,35 @@ def test_format_code_joins_the_kernels_blocks_into_one_cell(ip, mode):
     assert "The answer has no python code block; no cell was added." in str(_final(captured)) + captured.stdout
 
 
+LISTED = "Here:\n\n1. Fix it:\n   ```python\n   x = 1\n   if x:\n       print(x)\n   ```\n2. Done.\n"
+
+
+@pytest.mark.parametrize("answer, blocks", [
+    (LISTED, ["x = 1\nif x:\n    print(x)"]),  # a list item's indentation is not the code's
+    ("- a\n\n  ```\n  if b:\n      c = 2\n  ```\n", ["if b:\n    c = 2"]),
+    ("> ```py\n> q = 1\n>\n> r = 2\n> ```\n", ["q = 1\n\nr = 2"]),  # a block quote's > goes
+    ("  ```\n  if s:\n        t = 2\n ```\n", ["if s:\n      t = 2"]),  # the fence's own indentation, no more
+    ("````python\ns = \"\"\"\n```\n\"\"\"\n````\n", ['s = """\n```\n"""']),  # a longer fence holds shorter ones
+    ("~~~~ python title=x.py\nu = \"\"\"\n~~~\n\"\"\"\n~~~~\n", ['u = """\n~~~\n"""']),  # the info's first word
+    ("```js\nalert(1)\n```\n```\nopen = True", ["open = True"]),  # another language; left open
+    ("    indented = 1\n\n``` python\nv = 1\n```", ["v = 1"]),  # an indented block is not a fence
+    ("Use ```x = 1``` inline.\n", []),  # a code span
+], ids=["list item", "bullet", "block quote", "indented fence", "longer fence", "tildes", "open", "indented code",
+        "code span"])
+def test_code_blocks_are_the_fences_the_markdown_parser_reads(answer, blocks):
+    assert bettong_nb.results.code_blocks(answer, "python") == blocks
+    for block in blocks:
+        compile(block, "<block>", "exec")  # what a new cell would run, were it run
+
+
+def test_fix_takes_a_fence_inside_a_list_item_without_its_indentation(ip):
+    ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted([LISTED]))
+    _raise_key_error(ip)
+    ip.rl_next_input = None
+    _ok(ip, "%agent fix bot")
+    assert ip.rl_next_input == "x = 1\nif x:\n    print(x)"
+
+
 def test_format_text_and_html(ip):
     _ok(ip, "%config AgentMagics.run_mode = 'await'")
     model = Scripted(["**not bold** <b>raw</b>", '<p onclick="steal()">Hi <script>x()</script><b>there</b></p>'])
@@ -167,6 +249,50 @@ def test_a_wide_dataframe_carries_its_dtypes_and_null_counts():
     huge = pd.DataFrame({f"c{i}": range(3) for i in range(500)})
     text = interpolation.interpolate("{df}", {"df": huge})
     assert "… (440 more columns)" in text and len(text) <= interpolation.PREVIEW_CHARS + 3000
+
+
+def _odd_frames() -> dict[str, object]:
+    zones = pd.date_range("2024-01-01", periods=12, freq="h", tz="America/Argentina/Buenos_Aires")
+    return {
+        "tz-aware datetimes": pd.DataFrame({f"when_{i}": zones for i in range(100)}),
+        "repeated names": pd.DataFrame([[1, 2.5, "x", None, 5, 6, 7]], columns=list("aabbccd")),
+        "multiindex": pd.DataFrame(np.ones((3, 80)), columns=pd.MultiIndex.from_product([["m" * 50, "n"], range(40)])),
+        "names not str": pd.DataFrame({(1, 2): [1], 3.5: [2], None: [3], "a": [4], "b": [5], "c": [6]}),
+        "huge cells": pd.DataFrame({f"c{i}": ["z" * 100_000] * 12 for i in range(30)}),
+        "huge series": pd.Series(["z" * 100_000] * 12),
+        "long names": pd.DataFrame({"n" * 5_000 + str(i): [1] for i in range(70)}),
+        "long dtypes": pd.DataFrame({f"c{i}": pd.Categorical([f"{'v' * 200}{j}" for j in range(12)]) for i in range(70)}),
+    }
+
+
+@pytest.mark.parametrize("name", list(_odd_frames()))
+def test_a_frame_preview_stays_within_its_bound_whatever_the_frame(name):
+    frame = _odd_frames()[name]
+    text = interpolation.interpolate("{df}", {"df": frame})
+    assert len(text) <= interpolation.PREVIEW_CHARS
+    assert text.startswith(f"{type(frame).__name__} ({' × '.join(map(str, frame.shape))}):\n")
+    if frame.ndim == 2 and frame.shape[1] > interpolation.FEW_COLUMNS:
+        listed = text.split("Columns (dtype, nulls):\n")[1].splitlines()
+        assert len(listed) >= min(frame.shape[1], 10)  # the list is there, not crowded out by the rows
+        assert listed[0].split()[-2:] == [str(int(frame.iloc[:, 0].isna().sum())), "null"]
+
+
+def test_repeated_column_names_are_listed_one_line_each():
+    frame = _odd_frames()["repeated names"]
+    listed = interpolation.interpolate("{df}", {"df": frame}).split("Columns (dtype, nulls):\n")[1]
+    assert [line.split()[:2] for line in listed.splitlines()] == [
+        [name, str(kind)] for name, kind in zip("aabbccd", frame.dtypes)]
+    assert str(frame.dtypes.iloc[0]) != str(frame.dtypes.iloc[1])  # each line is its own column's
+    assert listed.splitlines()[3].split()[-2:] == ["1", "null"]
+
+
+def test_a_secret_in_a_cell_pandas_would_cut_is_redacted_first(monkeypatch):
+    monkeypatch.setenv("MY_API_TOKEN", TOKEN)
+    for at in (30, 45, 58):  # pandas cuts a cell to 60 characters: inside the token
+        frame = pd.DataFrame({"note": ["q" * at + TOKEN, "plain"], "n": [1, 2]})
+        text = interpolation.interpolate("{df}", {"df": frame})
+        assert "plain" in text and ("[redacted]" in text or at > 50)  # pandas may cut the marker too
+        assert not {piece for piece in _pieces(TOKEN) if piece in text}
 
 
 def test_data_adds_sql_over_the_named_frames_for_one_cell(ip):

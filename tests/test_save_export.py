@@ -87,6 +87,32 @@ def test_a_resumed_session_warns_when_its_agent_offers_other_tools(tmp_path):
     assert [w.moved for w in warnings] == ["tools"] and "tools appended (echo)" in warnings[0].message
 
 
+def test_a_save_that_redacted_the_transcript_says_so_and_the_resumed_turn_warns(tmp_path):
+    token = "ghp_1234567890abcdefghijABCDEFGHIJ123456"  # a GitHub token's shape, in the model's answer
+    script = [chat_message(f"Use {token} there."), chat_message("ok"), chat_message("ok"), chat_message("ok")]
+    with LoopbackServer(ChatScript(script)) as server:
+        chat = bettong_nb.openai(base_url=server.url, api_key="k", model="m").session()
+        chat.run("Which token?")
+        path = chat.save(tmp_path / "chat.json")
+        text = path.read_text()
+        assert token not in text and json.loads(text)["transcript_redactions"] == 1
+
+        warnings = []
+        agent = bettong_nb.openai(base_url=server.url, api_key="k", model="m",
+                                  on_event=lambda e: isinstance(e, events.CacheWarning) and warnings.append(e))
+        resumed = bettong_nb.load_session(path, agent)
+        resumed.run("next")
+        resumed.run("and next")
+        sent = server.requests[1].json()["messages"]
+        assert "[redacted]" in json.dumps(sent) and token not in server.requests[1].text  # not what was cached
+        assert [(w.moved, "redacted 1 secret-shaped stretch of the transcript" in w.message) for w in warnings] == [
+            ("transcript", True)]  # once: the turn after it is on its own cached prefix again
+
+        clean = bettong_nb.openai(base_url=server.url, api_key="k", model="m").session()
+        clean.transcript = resumed.transcript  # nothing secret-shaped left in it
+        assert json.loads(clean.save(tmp_path / "clean.json").read_text())["transcript_redactions"] == 0
+
+
 def test_the_resumed_turn_keeps_the_saved_system_prompt(tmp_path):
     chat = bettong_nb.agent(provider=Scripted(["one"]), system="You are terse.").session()
     chat.run("hi")
@@ -205,6 +231,137 @@ def test_a_file_that_is_not_a_session_is_a_clear_error(tmp_path, content, messag
     path = tmp_path / "other.json"
     path.write_text(content)
     with pytest.raises(ResumeError, match=message):
+        bettong_nb.load_session(path, bettong_nb.agent(provider=Scripted()))
+
+
+def _real_file(tmp_path) -> tuple[dict, dict]:
+    """A saved session with a tool call, a prompt image, a tool image and two turns, as JSON, and
+    the capability that resumes it."""
+    capability = {"id": "charts", "tools": [bettong_nb.tool(
+        lambda city: ToolOutput(f"chart of {city}", images=[bettong_nb.Image(png(rgb=(0, 0, 255)))]),
+        name="chart", description="A chart.")]}
+    model = Scripted([[("chart", {"city": "Oslo"})], "Blue.", "Done."])
+    chat = bettong_nb.agent(provider=model, capabilities=[capability]).session()
+    chat.run(["Chart it", bettong_nb.Image(png())])
+    chat.run("And now?")
+    return json.loads(chat.save(tmp_path / "real.json").read_text()), capability
+
+
+def _blocks_of(doc: dict, kind: str) -> list[dict]:
+    return [b for m in doc["transcript"] if isinstance(m["content"], list) for b in m["content"] if b["type"] == kind]
+
+
+def _set(path: str, value):
+    """A mutation: the value at ``path`` (keys and indexes, dotted) set to ``value``."""
+    def mutate(doc: dict) -> None:
+        *parents, last = [int(p) if p.lstrip("-").isdigit() else p for p in path.split(".")]
+        for part in parents:
+            doc = doc[part]
+        doc[last] = value
+    return mutate
+
+
+def _drop(path: str):
+    def mutate(doc: dict) -> None:
+        *parents, last = [int(p) if p.lstrip("-").isdigit() else p for p in path.split(".")]
+        for part in parents:
+            doc = doc[part]
+        del doc[last]
+    return mutate
+
+
+def _first_block(kind: str, change):
+    return lambda doc: change(_blocks_of(doc, kind)[0])
+
+
+CORRUPT = {  # name: (how the real file is changed, what the error must say)
+    "version 0": (_set("version", 0), "format version int 0"),
+    "version true": (_set("version", True), "format version bool true"),
+    "version a string": (_set("version", "1"), "format version str"),
+    "kind unknown": (_set("kind", "banana"), "kind should be"),
+    "no transcript": (_drop("transcript"), "transcript should be list, not NoneType"),
+    "transcript a string": (_set("transcript", "hello"), "transcript should be list"),
+    "system message removed": (lambda d: d["transcript"].pop(0), "does not start with the system message"),
+    "system content a list": (_set("transcript.0.content", []), "transcript[0].content (the system prompt)"),
+    "content a number": (_set("transcript.1.content", 5), "transcript[1].content should be str or list, not int 5"),
+    "message a string": (lambda d: d["transcript"].insert(1, "hello"), "transcript[1] should be dict"),
+    "role wizard": (_set("transcript.1.role", "wizard"), "transcript[1].role is 'wizard'"),
+    "second system message": (_set("transcript.1.role", "system"), "transcript[1].role is 'system'"),
+    "no role": (_drop("transcript.1.role"), "transcript[1] has no 'role'"),
+    "block without type": (lambda d: d["transcript"][1]["content"][0].pop("type"), "content[0].type should be str"),
+    "block type unknown": (_set("transcript.1.content.0.type", "video"), "'video', not a block type"),
+    "text not a string": (_set("transcript.1.content.0.text", ["a"]), "content[0].text should be str"),
+    "tool_use without id": (_first_block("tool_use", lambda b: b.pop("id")), "has no 'id'"),
+    "tool_use empty name": (_first_block("tool_use", lambda b: b.update(name="")), "empty id or name"),
+    "tool_result of no call": (_first_block("tool_result", lambda b: b.update(tool_use_id="nope")),
+                               "answers tool call 'nope', which no earlier message made"),
+    "tool_result content a dict": (_first_block("tool_result", lambda b: b.update(content={})),
+                                   ".content should be str, not dict"),
+    "image data not base64": (_first_block("image", lambda b: b.update(data="!!!not base64")),
+                              "is not an image's base64"),
+    "image data not an image": (_first_block("image", lambda b: b.update(data="aGVsbG8gd29ybGQ=")),
+                                "is not an image's base64"),
+    "image media type bogus": (_first_block("image", lambda b: b.update(media_type="image/tiff")),
+                               "is not an image's base64 (unsupported image media type"),
+    "tool image broken": (_first_block("tool_result", lambda b: b["images"][0].update(data="AAAA")),
+                          ".images[0] is not an image's base64"),
+    "tools a string": (_set("tools", "abc"), "tools should be list or null, not str"),
+    "tools of strings": (_set("tools", ["abc"]), "tools[0] should be dict"),
+    "tool without parameters": (lambda d: d["tools"][0].pop("parameters"), "tools[0] has no 'parameters'"),
+    "capabilities a number": (_set("capabilities", 5), "capabilities should be list or null"),
+    "options a list": (_set("options", [1]), "options should be dict or null"),
+    "prices a string": (_set("options.prices", "cheap"), "options.prices should be dict or null"),
+    "turns null": (_set("turns", None), "turns should be list"),
+    "turn 1e400": (_set("turns.0.turn", float("inf")), "turns[0].turn should be int, not float inf"),
+    "turn a string": (_set("turns.0.turn", "1"), "turns[0].turn should be int"),
+    "turn zero": (_set("turns.0.turn", 0), "counts turn 0"),
+    "turn messages beyond the transcript": (_set("turns.0.messages", 10 ** 6), "does not hold"),
+    "turn messages huge": (_set("turns.0.messages", 10 ** 30), "turns[0].messages should be int"),
+    "turn done a string": (_set("turns.0.done", "yes"), "turns[0].done should be bool"),
+    "turn without usage": (_drop("turns.0.usage"), "turns[0] has no 'usage'"),
+    "usage a string": (_set("usage", "lots"), "usage should be token counts"),
+    "usage negative": (_set("usage.prompt_tokens", -5), "usage should be token counts"),
+    "request without step": (_drop("requests.0.step"), "requests[0] has no 'step'"),
+    "request latency text": (_set("requests.0.latency_s", "fast"), "requests[0].latency_s should be float"),
+    "tool call without tool": (_drop("tool_calls.0.tool"), "tool_calls[0] has no 'tool'"),
+    "tool call duration NaN": (_set("tool_calls.0.duration_s", float("nan")), "duration_s should be float or null"),
+    "transcript_redactions text": (_set("transcript_redactions", "two"), "transcript_redactions should be int"),
+}
+
+
+@pytest.mark.parametrize("name", list(CORRUPT))
+def test_a_corrupt_or_hand_edited_file_is_a_resume_error_naming_what_is_wrong(tmp_path, name):
+    doc, capability = _real_file(tmp_path)
+    mutate, says = CORRUPT[name]
+    mutate(doc)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(doc))  # NaN and Infinity as Python's json writes them (and reads them back)
+    model = Scripted(["never"])
+    with pytest.raises(ResumeError) as caught:
+        bettong_nb.load_session(path, bettong_nb.agent(provider=model, capabilities=[capability]))
+    assert str(caught.value).startswith(str(path)) and says in str(caught.value), str(caught.value)
+    assert model.requests == []
+
+
+def test_the_real_file_of_the_corpus_resumes(tmp_path):
+    doc, capability = _real_file(tmp_path)
+    assert len(_blocks_of(doc, "image")) == 1 and len(_blocks_of(doc, "tool_use")) == 1
+    assert _blocks_of(doc, "tool_result")[0]["images"]
+    model = Scripted(["Resumed."])
+    resumed = bettong_nb.load_session(tmp_path / "real.json", bettong_nb.agent(provider=model, capabilities=[capability]))
+    assert resumed.run("go on").output == "Resumed." and resumed.turns == 3
+
+
+@pytest.mark.parametrize("raw, says", [
+    (b'{"format": "bettong_nb.session", "version": 1, "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+     "nested deeper"),
+    (b"\x00\xff\xfe garbage", "not JSON"),
+    (b"", "not JSON"),
+])
+def test_a_file_that_is_no_json_session_at_all_is_a_resume_error(tmp_path, raw, says):
+    path = tmp_path / "odd.json"
+    path.write_bytes(raw)
+    with pytest.raises(ResumeError, match=says):
         bettong_nb.load_session(path, bettong_nb.agent(provider=Scripted()))
 
 

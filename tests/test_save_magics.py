@@ -79,3 +79,31 @@ def test_errors_are_clear_usage_errors(ip, tmp_path, line, message):
     error = result.error_in_exec or result.error_before_exec
     assert isinstance(error, UsageError), (error, captured.stdout)
     assert message in str(error)
+
+
+def test_paths_are_quoted_as_in_a_shell_and_os_errors_name_the_path(ip, tmp_path):
+    ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted(["one"]))
+    ip.user_ns["other"] = bettong_nb.agent(provider=Scripted(["two"]))
+    _ok(ip, "%%agent bot\nhello")
+    for written, line in [("my chat.json", f'%agent save "{tmp_path}/my chat.json" bot'),
+                          ("quoted.json", f"%agent save '{tmp_path}/quoted.json' bot"),
+                          ("plain.json", f'%agent save "{tmp_path}/plain.json"   bot')]:
+        assert f"to {tmp_path / written}" in _ok(ip, line).stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my chat.json", "plain.json", "quoted.json"]
+    assert "into other (1 turn)" in _ok(ip, f"%agent load '{tmp_path}/my chat.json' other").stdout
+
+    for line, message in [
+        (f"%agent save {tmp_path}/nope/x.json bot",
+         f"%agent save {tmp_path}/nope/x.json: its folder {tmp_path}/nope does not exist"),
+        (f"%agent save {tmp_path} bot",
+         f"%agent save {tmp_path}: it is a folder; name a file in it, e.g. {tmp_path}/chat.json"),
+        (f"%agent load {tmp_path} bot", f"%agent load {tmp_path}: it is a folder"),
+        (f"%agent load {tmp_path}/nope/x.json bot", "its folder"),
+        (f"%agent load {tmp_path}/none.json bot", f"%agent load {tmp_path}/none.json: No such file or directory"),
+        (f'%agent save "{tmp_path}/open.json bot', "No closing quotation; quote a path with spaces"),
+    ]:
+        result, _ = _run(ip, line)
+        error = result.error_in_exec or result.error_before_exec
+        assert isinstance(error, UsageError) and message in str(error), (line, error)
+        assert ".tmp" not in str(error)  # never the temporary file a save writes first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my chat.json", "plain.json", "quoted.json"]

@@ -6,10 +6,11 @@
     %agent explain           # the last error, explained; %agent fix puts the fix in a new cell
 
 ``%load_ext bettong_nb`` records each error with a ``post_run_cell`` hook, keyed by execution
-count: the code of the cell, then the traceback as the person saw it, without colours. Like a
-tool result it is redacted before it is kept (a traceback can carry a key) and bounded: the
-first :data:`CODE_CHARS` characters of the code, the last :data:`TRACEBACK_CHARS` of the
-traceback (its end says what went wrong), the last :data:`KEEP` errors.
+count (not a usage error of ``%agent`` itself): the code of the cell, then the traceback as the person saw it, without colours. Like a
+tool result it is redacted before it is kept (a traceback can carry a key), then bounded (see
+:mod:`.excerpts`): the first :data:`CODE_CHARS` characters of the code, the last
+:data:`TRACEBACK_CHARS` of the traceback (its end says what went wrong), the last :data:`KEEP`
+errors.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import re
 import traceback
 from typing import Any
 
-from .. import secrets
+from IPython.core.error import UsageError
+
+from .excerpts import head, tail
 
 __all__ = ["ErrorLog", "CODE_CHARS", "TRACEBACK_CHARS", "KEEP"]
 
@@ -29,12 +32,15 @@ KEEP = 100
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
-def _head(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters)"
-
-
-def _tail(text: str, limit: int) -> str:
-    return text if len(text) <= limit else f"… ({len(text) - limit} characters before)\n" + text[-limit:]
+def _not_to_explain(error: BaseException) -> bool:
+    """A stop, or a UsageError of this library's own magics (``Nothing to explain``, a bad
+    TARGET): recorded, a second ``%agent explain`` would explain the first instead of the
+    person's error."""
+    if isinstance(error, KeyboardInterrupt):
+        return True
+    frames = traceback.walk_tb(error.__traceback__)
+    return isinstance(error, UsageError) and any(f.f_globals.get("__name__", "").startswith("bettong_nb.")
+                                                 for f, _ in frames)
 
 
 class ErrorLog:
@@ -49,12 +55,12 @@ class ErrorLog:
     def record(self, result: Any) -> None:
         """The ``post_run_cell`` hook."""
         error = result.error_before_exec or result.error_in_exec
-        if error is None or isinstance(error, KeyboardInterrupt):  # a stop is not an error to explain
+        if error is None or _not_to_explain(error):
             return
         count = result.execution_count or 0
         code = result.info.raw_cell if result.info is not None else ""
-        text = f"In [{count}]:\n{_head(code.strip(), CODE_CHARS)}\n\n{_tail(self._traceback(error), TRACEBACK_CHARS)}"
-        self.errors[count] = secrets.redact(text)[0]
+        self.errors[count] = (f"In [{count}]:\n{head(code.strip(), CODE_CHARS)}\n\n"
+                              f"{tail(self._traceback(error), TRACEBACK_CHARS)}")
         self.last = count
         while len(self.errors) > KEEP:
             del self.errors[next(iter(self.errors))]

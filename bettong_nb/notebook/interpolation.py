@@ -13,8 +13,11 @@ named in ``notes`` so the cell can say so.
 
 Values: a string as it is; a DataFrame as its shape and first :data:`PREVIEW_ROWS` rows, and,
 when it has more than :data:`FEW_COLUMNS` columns, each column's dtype and null count (at most
-:data:`COLUMN_LINES` columns listed), all within :data:`PREVIEW_CHARS`; anything else as its
-``str()``, within :data:`VALUE_CHARS`.
+:data:`COLUMN_LINES` columns listed, in at most half the room), all within :data:`PREVIEW_CHARS`
+whatever the frame holds (repeated or tuple column names, long dtypes, huge cells); anything else as its
+``str()``, within :data:`VALUE_CHARS`. Every value is redacted like a tool result (a variable,
+``{In[n]}`` or ``{Out[n]}`` can hold a key) before it is cut to its bound (see :mod:`.excerpts`);
+the text the person wrote around the fields is sent as written.
 
 Images: a field whose value is an image (:func:`bettong_nb.images.as_image`: a matplotlib
 Figure, a PIL image, an ``IPython.display.Image`` holding data, a :class:`bettong_nb.Image`)
@@ -31,7 +34,9 @@ import functools
 import re
 from typing import Any, Mapping
 
+from .. import secrets
 from ..images import Image, as_image
+from .excerpts import NOTE_CHARS, head
 
 __all__ = ["interpolate", "render_value", "PREVIEW_ROWS", "PREVIEW_CHARS", "VALUE_CHARS", "FEW_COLUMNS",
            "COLUMN_LINES"]
@@ -41,6 +46,7 @@ PREVIEW_CHARS = 4_000
 VALUE_CHARS = 20_000
 FEW_COLUMNS = 5  # a wider DataFrame also shows its dtypes and null counts
 COLUMN_LINES = 60
+NAME_CHARS = 40  # a column's name and dtype in the column list
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 
@@ -93,39 +99,58 @@ def _is_frame(value: Any) -> bool:
     return type(value).__module__.startswith("pandas") and type(value).__name__ in ("DataFrame", "Series")
 
 
-def _cap(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters)"
-
-
-def _columns(frame: Any) -> str:
-    """One line per column: name, dtype, nulls (the first COLUMN_LINES columns)."""
-    nulls = frame.isna().sum()
-    shown = list(frame.columns[:COLUMN_LINES])
-    width = min(max(len(str(c)) for c in shown), 40)
-    kinds = [str(frame[c].dtype) for c in shown]
-    kind_width = max(map(len, kinds))
-    lines = [f"{str(c)[:40]:<{width}}  {kind:<{kind_width}}  {int(nulls[c])} null" for c, kind in zip(shown, kinds)]
+def _columns(frame: Any, room: int) -> str:
+    """One line per column: name, dtype, nulls; the first COLUMN_LINES columns, fewer when they
+    would not fit in ``room`` characters. By position: names may repeat, or be tuples."""
+    # Names and dtypes are redacted before they are cut to NAME_CHARS (see .excerpts).
+    names = [secrets.redact(str(name))[0][:NAME_CHARS] for name in frame.columns[:COLUMN_LINES]]
+    kinds = [str(kind)[:NAME_CHARS] for kind in frame.dtypes.iloc[:COLUMN_LINES]]
+    nulls = frame.iloc[:, :COLUMN_LINES].isna().sum().tolist()
+    width, kind_width = max(map(len, names)), max(map(len, kinds))
+    lines = ["Columns (dtype, nulls):"]
+    for shown, (name, kind, null) in enumerate(zip(names, kinds, nulls)):
+        line = f"{name:<{width}}  {kind:<{kind_width}}  {null} null"
+        more = f"… ({len(frame.columns) - shown} more columns)"
+        if sum(map(len, lines)) + len(lines) + len(line) + 1 + len(more) > room:
+            return "\n".join([*lines, more])
+        lines.append(line)
     if len(frame.columns) > COLUMN_LINES:
         lines.append(f"… ({len(frame.columns) - COLUMN_LINES} more columns)")
-    return "Columns (dtype, nulls):\n" + "\n".join(lines)
+    return "\n".join(lines)
+
+
+def _redacted_cells(rows: Any) -> Any:
+    """The preview's rows with their text cells redacted before pandas cuts them to its column
+    width (see .excerpts); a cell with nothing to redact keeps its value and its formatting."""
+    def cell(value: Any) -> Any:
+        text, count = secrets.redact(value if isinstance(value, str) else str(value))
+        return text if count else value
+
+    if rows.ndim == 1:
+        return rows.map(cell) if rows.dtype.kind == "O" else rows
+    rows = rows.copy()
+    for at, kind in enumerate(rows.dtypes):
+        if kind.kind == "O":
+            rows.isetitem(at, rows.iloc[:, at].map(cell))
+    return rows
 
 
 def render_value(value: Any) -> str:
     """How a value reads in a prompt (see the module doc)."""
     if isinstance(value, str):
-        return value
+        return secrets.redact(value)[0]  # never cut: the person chose to send it
     if _is_frame(value):
-        shape = " × ".join(str(n) for n in value.shape)
-        kind = type(value).__name__
-        columns = _columns(value) if value.ndim == 2 and value.shape[1] > FEW_COLUMNS else ""
-        head = value.head(PREVIEW_ROWS)
-        head = head.to_string(max_cols=20, max_colwidth=60) if value.ndim == 2 else head.to_string()
+        title = f"{type(value).__name__} ({' × '.join(str(n) for n in value.shape)}):\n"
+        # The column list takes at most half the room, the rows what is left (less a cut's note).
+        wide = value.ndim == 2 and value.shape[1] > FEW_COLUMNS
+        columns = "\n" + _columns(value, PREVIEW_CHARS // 2) if wide else ""
+        first = _redacted_cells(value.head(PREVIEW_ROWS))
+        first = first.to_string(max_cols=20, max_colwidth=60) if value.ndim == 2 else first.to_string()
         more = value.shape[0] - PREVIEW_ROWS
-        tail = f"\n… ({more} more rows)" if more > 0 else ""
-        # The column list is kept whole (it is bounded); the rows take the room left.
-        rows = _cap(f"{head}{tail}", max(PREVIEW_CHARS - len(columns) - 40, 500))
-        return f"{kind} ({shape}):\n{rows}" + (f"\n{columns}" if columns else "")
-    return _cap(str(value), VALUE_CHARS)
+        rest = f"\n… ({more} more rows)" if more > 0 else ""
+        rows = head(f"{first}{rest}", PREVIEW_CHARS - len(title) - len(columns) - NOTE_CHARS)
+        return title + rows + columns
+    return head(str(value), VALUE_CHARS)
 
 
 def _resolved(match: re.Match, namespace: Mapping[str, Any], notes: list[str] | None) -> str | Image:

@@ -67,6 +67,7 @@ import html
 import importlib.util
 import os
 import re
+import shlex
 from typing import Any, Callable, Mapping
 
 from IPython.core.error import UsageError
@@ -388,7 +389,7 @@ class AgentMagics(Magics):
 
     def _command_plan(self, line: str) -> _Plan:
         """``%agent explain|fix [TARGET]``: the last error, with its cell's code, as a prompt."""
-        command, *rest = line.split()
+        command, *rest = _command_words(line)
         if len(rest) > 1:
             raise UsageError(f"%agent {command} takes one TARGET; got {' '.join(rest)!r}")
         try:
@@ -542,7 +543,7 @@ class AgentMagics(Magics):
         Without TARGET: the default session. Run a prompt with a %%agent cell (%%agent --help).
         Configure the default session with %config AgentMagics.
         """
-        words = line.split()
+        words = _command_words(line)
         if not words or words[0] in ("help", "-h", "--help"):
             print(self.agent_command.__doc__)
             return None
@@ -593,7 +594,10 @@ class AgentMagics(Magics):
 
     def _save(self, path: str, name: str | None = None) -> None:
         session = self._existing(name)
-        written = session.save(os.path.expanduser(path))
+        try:
+            written = session.save(os.path.expanduser(path))
+        except OSError as error:
+            raise _path_error("save", path, error) from None
         print(f"Saved {name or 'the default session'} ({session.turns} turn{'' if session.turns == 1 else 's'}) "
               f"to {written}")
 
@@ -604,8 +608,10 @@ class AgentMagics(Magics):
         name, session, _ = self._target(name)
         try:
             load_session(os.path.expanduser(path), session)
-        except (ResumeError, OSError) as error:
+        except ResumeError as error:
             raise UsageError(str(error)) from None
+        except OSError as error:
+            raise _path_error("load", path, error) from None
         target = "" if name == DEFAULT else f" {name}"
         print(f"Loaded {path} into {target.strip() or 'the default session'} ({session.turns} turn"
               f"{'' if session.turns == 1 else 's'}): the next %%agent{target} cell continues it.")
@@ -629,6 +635,30 @@ class AgentMagics(Magics):
             columns=["name", "kind", "turns", "messages", "requests", "total_tokens", "tool_calls"])
         return frame.astype({"turns": "int64", "messages": "int64", "requests": "int64", "total_tokens": "int64",
                              "tool_calls": "int64"})
+
+
+def _command_words(line: str) -> list[str]:
+    """A ``%agent`` line's words, quoted as a shell quotes them (``"my chat.json"`` is one word,
+    without its quotes); a backslash stays a backslash, so Windows paths need no doubling."""
+    lexer = shlex.shlex(line, posix=True)
+    lexer.whitespace_split, lexer.escape, lexer.commenters = True, "", ""
+    try:
+        return list(lexer)
+    except ValueError as error:  # an unclosed quote
+        raise UsageError(f"%agent {line.strip()}: {error}; quote a path with spaces as \"my chat.json\"") from None
+
+
+def _path_error(command: str, path: str, error: OSError) -> UsageError:
+    """What went wrong with the PATH of ``%agent save|load``, said of that path (the OSError of a
+    save names the temporary file it writes first)."""
+    full = os.path.abspath(os.path.expanduser(path))
+    if os.path.isdir(full):
+        why = "it is a folder; name a file in it, e.g. " + os.path.join(path, "chat.json")
+    elif not os.path.isdir(os.path.dirname(full)):
+        why = f"its folder {os.path.dirname(full)} does not exist"
+    else:
+        why = error.strerror or str(error)
+    return UsageError(f"%agent {command} {path}: {why}")
 
 
 # --- loading -------------------------------------------------------------------------------------

@@ -75,7 +75,7 @@ class Recording:
         # A cassette outlives the session, so it is redacted even inside secrets.revealed():
         # a fresh context has every switch at its default, redaction on.
         redact = contextvars.Context().run
-        record = redact(secrets.redact_data, record, extra=self.secret_values())
+        record, _ = redact(secrets.redact_data, record, extra=self.secret_values())
         if deltas is not None:
             record["stream"] = redact(_redacted_deltas, deltas, self.secret_values())
         line = json.dumps(record, ensure_ascii=False, sort_keys=True)
