@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, ru
 
 from . import approvals, budget, events, images, secrets, structured, usage
 from . import capability as cap
-from ._sync import run_sync
+from ._sync import awaited, run_sync
 from .errors import ServiceError
 from .images import Prompt
 from .options import PROVIDER_OPTIONS, Options
@@ -377,7 +377,7 @@ class ModelAgent:
 
     async def arun(self, prompt: Prompt, **overrides: Any) -> RunResult:
         provider, options = self.resolve(overrides)
-        return await execute(provider, options, prompt, toolbox=self._toolbox(options))
+        return await awaited(execute(provider, options, prompt, toolbox=self._toolbox(options)))
 
     def _toolbox(self, options: Options) -> Toolbox:
         """The toolbox of the last run when its inputs are the same (compared by value), else a

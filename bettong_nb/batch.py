@@ -22,7 +22,7 @@ import time
 from typing import Any, Iterable, Mapping
 
 from . import budget, images, usage
-from ._sync import run_sync
+from ._sync import awaited, run_sync
 from .results import Ledger, RunResult
 from .structured import Shape
 
@@ -163,6 +163,11 @@ async def amap(agent: Any, prompts: Iterable[str], *, concurrency: int = 8, prog
     prompts = list(prompts)
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    return await awaited(_amap(agent, prompts, concurrency, progress, token_budget, cost_budget, overrides))
+
+
+async def _amap(agent: Any, prompts: list, concurrency: int, progress: bool | Progress, token_budget: int | None,
+                cost_budget: float | None, overrides: dict[str, Any]) -> Batch:
     prices = _prices(agent, overrides)
     shared = budget.Budget("batch", token_budget, cost_budget, prices) \
         if token_budget is not None or cost_budget is not None else None

@@ -9,7 +9,7 @@ Each call gets a prompt: the tool, its arguments and capability, buttons Allow, 
 (this tool, this conversation), Deny and Stop, and a "reason (optional)" box whose text goes to
 the model when you deny. Stop denies the call and every later one in the same run, so the
 model answers with what it has; so does a kernel interrupt while a prompt waits, except in a
-``%%agent`` cell, where the stop button ends the cell at once. A click is a person's decision
+cell awaiting a run (``%%agent``, ``await agent.arun(...)``), where the stop button ends the cell at once. A click is a person's decision
 (``Allow(person=True)``); the headless policy's and a timeout's are not, so they never let a
 tool that needs a person (run_python) run.
 
@@ -109,7 +109,7 @@ class _Interrupts:
 
     def add(self, deny: Callable[[], None]) -> bool:
         if threading.current_thread() is not threading.main_thread() or interrupts.active():
-            return False  # a %%agent cell's guard owns SIGINT: the stop button ends the cell
+            return False  # the cell's guard owns SIGINT: the stop button ends the cell
         if not self.waiting:
             self.saved = signal.signal(signal.SIGINT, self._handle)
         self.waiting.add(deny)
