@@ -137,7 +137,7 @@ class _Run:
 
     async def approval(self, request: approvals.ApprovalRequest) -> approvals.Verdict:
         if self.stopped is not None:  # Stop denies the rest of the round without asking again
-            return approvals.Deny(self.stopped)
+            return approvals.Deny(self.stopped, stop=True)
         if self.options.approve_fn is None:
             return approvals.Allow()
         self.listener(events.ApprovalRequested(request.call_id, request.tool, request.capability, request.args))
@@ -205,7 +205,7 @@ class _Run:
             text = text or "; ".join(f"[image: {image.describe()}]" for image in call.images)
         if not verdict:
             text = approvals.denial_text(call.tool, verdict)
-            call.status, call.reason = "denied", verdict.reason
+            call.status, call.reason, call.stopped = "denied", verdict.reason, verdict.stop
             if verdict.stop:
                 self.stopped = verdict.reason or "stopped by the user"
         call.result, call.redactions = secrets.redact(clean_text(text), extra=self.secrets)

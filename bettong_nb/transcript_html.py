@@ -16,7 +16,7 @@ import html
 from typing import Any
 
 from . import images
-from .results import ToolCall
+from .results import STOPPED, ToolCall
 from .sanitize import markdown_html
 from .terminal import RAN, args_preview, duration_text, json_text
 
@@ -95,6 +95,7 @@ def tool_block(call: ToolCall, *, note: str | None = None, decision: str | None 
     tool raised, its traceback, HTML-escaped. ``decision`` is how a person decided the call
     ("allowed by you"); a denial's decision says "denied: why" in place of the bare status."""
     colour = _STATUS_COLOURS.get(call.status, "inherit")
+    decision = decision or (STOPPED if call.stopped else None)  # a redisplay reads as the live view did
     shown = decision if decision and decision.startswith(call.status) else call.status
     parts = [f'<code style="{_CALL}">{_esc(call.tool)}({_esc(args_preview(call.args))})</code> → '
              f'<span style="color:{colour};font-weight:600;white-space:nowrap">{_esc(shown)}</span>']
@@ -109,8 +110,8 @@ def tool_block(call: ToolCall, *, note: str | None = None, decision: str | None 
             f'<pre style="{_PRE}">{_esc(json_text(call.args, indent=2))}</pre>']
     if note:
         body.append(f'<div style="{_MUTED}">{_esc(note)}</div>')
-    if call.reason and call.status == "denied":
-        body.append(f'<div style="{_MUTED}">reason: {_esc(call.reason)}</div>')
+    if call.why() and not call.stopped:
+        body.append(f'<div style="{_MUTED}">reason: {_esc(call.why())}</div>')
     if call.result is not None:
         body.append(f'<div style="{_LABEL}">RESULT</div><pre style="{_PRE}">{_esc(_capped(call.result))}</pre>')
     body.append(_thumbnails(call.images))

@@ -22,6 +22,8 @@ from bettong_nb.approvals import conversation
 from bettong_nb.notebook import approvals, interpolation, magics
 from bettong_nb.providers.offline import OFFLINE_NOTICE, OfflineModel
 from bettong_nb.providers.scripted import Scripted
+from bettong_nb.terminal import result_text
+from bettong_nb.transcript_html import result_html
 
 EXTRA_NAMES = ("bot", "chat", "x", "res", "df", "model", "seen", "_agent_result", "_agent_session", "first")
 
@@ -605,7 +607,7 @@ def _recorded_run(monkeypatch, turns, clicks):
     summaries = [re.sub(r"<[^>]+>", "", s) for s in re.findall(r"<summary[^>]*>(.*?)</summary>",
                                                                  activity["text/html"], re.S)]
     decided = [s.split("→ ")[1].split(" · ")[:2] for s in summaries]
-    return decided, slot, answer, result, shown
+    return decided, slot, answer, result, shown, activity["text/plain"]
 
 
 def test_decided_prompts_collapse_to_one_line_beside_their_calls(monkeypatch):
@@ -613,16 +615,26 @@ def test_decided_prompts_collapse_to_one_line_beside_their_calls(monkeypatch):
              [("note", {"text": "d"}), ("note", {"text": "e"})], "never asked"]
     clicks = [lambda p: _click(p, "allow"), lambda p: _click(p, "deny", "not b"), lambda p: _click(p, "deny"),
               lambda p: _click(p, "stop")]
-    decided, slot, answer, result, shown = _recorded_run(monkeypatch, turns, clicks)
+    decided, slot, answer, result, shown, plain = _recorded_run(monkeypatch, turns, clicks)
     assert decided == [["ok", "allowed by you"], ["denied: not b"], ["denied by you"], ["denied", "stopped by you"],
-                       ["denied"]]  # e was denied by the stop, without a prompt
+                       ["denied", "stopped by you"]]  # e was denied by the stop, without a prompt
     assert slot == {"text/plain": "", "text/html": ""}  # no widget is left in the cell
     assert len(shown) == 4 and all(p.widget.comm is None for p in shown)  # the prompts' widgets are closed
     assert answer["text/plain"] == "(no final answer: stopped by you)"  # not the instruction the model read
-    assert result.reason == approvals.STOP_REASON
+    assert result.reason == approvals.STOP_REASON and result.tool_calls[3].reason == approvals.STOP_REASON
+    # Everywhere a person reads the run, a stop reads "stopped by you": the live view's text, the
+    # result's text (print, the text/plain %load_ext installs) and its HTML shown again later.
+    redisplayed = result_html(result)
+    summaries = [re.sub(r"<[^>]+>", "", s) for s in re.findall(r"<summary[^>]*>(.*?)</summary>", redisplayed, re.S)]
+    assert [s.split("→ ")[1] for s in summaries if "note(" in s][3:] == ["denied · stopped by you"] * 2
+    for text in (plain, "\n".join(summaries), result_text(result), str(result)):
+        assert "do not call more tools" not in text, text
+    assert "reason: the user stopped" not in redisplayed  # (its RESULT block keeps what the model read)
+    assert plain.splitlines()[3:] == ['· note(text="d") → denied: stopped by you', '· note(text="e") → denied: stopped by you']
+    assert result_text(result).splitlines()[0] == "(no final answer: stopped by you)"
 
     turns = [[("note", {"text": "a"})], [("note", {"text": "b"})], "done"]
-    decided, slot, answer, _, shown = _recorded_run(monkeypatch, turns, [lambda p: _click(p, "always")])
+    decided, slot, answer, _, shown, _ = _recorded_run(monkeypatch, turns, [lambda p: _click(p, "always")])
     assert decided == [["ok", "allowed always (this session)"]] * 2 and len(shown) == 1
     assert slot == {"text/plain": "", "text/html": ""} and answer["text/plain"] == "done"
 

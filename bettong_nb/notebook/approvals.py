@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from .._kernel import jupyter_kernel
 from ..approvals import Allow, ApprovalRequest, Deny, Verdict
+from ..results import STOPPED
 from ..terminal import args_preview
 from ..transcript_html import _ERROR, _MUTED, _OK, css_id
 from . import interrupts
@@ -52,7 +53,7 @@ BLOCKING_NOTE = ("Approval buttons cannot work under a blocking agent.run() in a
                  "kernel until it returns), so its tool calls are denied. Use a %%agent … --approve cell, "
                  "or await agent.arun(...).")
 # What a decided prompt leaves behind, one line each.
-ALLOWED, ALWAYS, STOPPED = "allowed by you", "allowed always (this session)", "stopped by you"
+ALLOWED, ALWAYS = "allowed by you", "allowed always (this session)"
 
 # "Allow always": the tools allowed for the rest of a conversation (a Session, else one run).
 _always: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
