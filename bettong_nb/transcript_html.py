@@ -191,14 +191,40 @@ def thinking_html(text: str) -> str:
             f'<pre style="{_PRE}">{_esc(text)}</pre></details>')
 
 
-def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool = False) -> list[str]:
+def _refusals(messages: list[dict], results: list[Any]) -> dict[int, str]:
+    """Where the refused answers are: the position of each refused turn's last assistant message,
+    with why in a person's words. ``results`` are the turns in order, one per prompt."""
+    prompts = [i for i, m in enumerate(messages) if is_prompt(m)] + [len(messages)]
+    found = {}
+    for start, end, result in zip(prompts, prompts[1:], results):
+        if result is not None and result.refused():
+            last = max((i for i in range(start, end) if messages[i].get("role") == "assistant"), default=None)
+            if last is not None:
+                found[last] = result.why()
+    return found
+
+
+def _refusal_html(why: str, content: Any) -> str:
+    """A refused answer: what it is, never shown as the answer; the model's words folded below."""
+    text = content if isinstance(content, str) else "".join(
+        b.get("text", "") for b in content if b.get("type") == "text")
+    folded = (f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">what the model wrote</summary>'
+              f'<pre style="{_PRE}">{_esc(text)}</pre></details>') if text.strip() else ""
+    return (f'<div style="{_ROLE}">Agent</div><div class="bettong-refusal" style="{_MUTED};color:{_ERROR};'
+            f'opacity:1">{_esc(why)}</div>{folded}')
+
+
+def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool = False,
+                   refusals: dict[int, str] | None = None) -> list[str]:
     results = tool_results(messages)
     meta = {c.id: c for c in calls if getattr(c, "id", "")}
     out: list[str] = []
     turn = 0
-    for message in messages:
+    for position, message in enumerate(messages):
         role, content = message.get("role"), message.get("content")
-        if role == "system":
+        if position in (refusals or {}):
+            out.append(_refusal_html(refusals[position], content))
+        elif role == "system":
             out.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">system prompt</summary>'
                        f'<pre style="{_PRE}">{_esc(content)}</pre></details>')
         elif is_prompt(message):
@@ -248,7 +274,9 @@ def _answer_html(text: str) -> str:
 
 def result_html(result: Any) -> str:
     """A RunResult as an HTML transcript: prompt, answers, tool calls, and a usage line."""
-    parts = _messages_html(result.messages, result.tool_calls)
+    # result.messages may continue an earlier transcript: the refusal is in this run's last turn
+    turns = [None] * (sum(map(is_prompt, result.messages)) - 1) + [result]
+    parts = _messages_html(result.messages, result.tool_calls, refusals=_refusals(result.messages, turns))
     footer = _esc(result.usage_line())
     if not result.done or result.refused():
         footer = f'<span style="color:{_ERROR}">{_esc(result.why())}</span> · {footer}'
@@ -258,7 +286,8 @@ def result_html(result: Any) -> str:
 def session_html(session: Any) -> str:
     """A Session as an HTML transcript of all its turns, with the usage of all of them."""
     parts = [f'<div style="{_MUTED}">Session · {session.turns} turn{"" if session.turns == 1 else "s"}</div>']
-    parts += _messages_html(session.transcript, session.tool_calls, turn_marks=True)
+    parts += _messages_html(session.transcript, session.tool_calls, turn_marks=True,
+                            refusals=_refusals(session.transcript, session.results))
     if not session.transcript:
         parts.append(f'<div style="{_MUTED}">(no turns yet)</div>')
     return _wrap(parts, _esc(session.usage_line()))
