@@ -74,7 +74,7 @@ def test_progress_prints_a_text_bar_in_a_terminal(capsys):
         bettong_nb.openai(base_url=server.url, api_key="k", prices={"input": 1, "output": 2}).map(
             ["a", "b"], progress=True)
     err = capsys.readouterr().err
-    assert "2/2 done · 0 failed · 24 tokens · cost $0.000028" in err
+    assert "2/2 · 2 done · 0 failed · 24 tokens · cost $0.000028" in err
 
 
 def test_cancelling_a_batch_returns_what_finished():

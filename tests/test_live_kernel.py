@@ -201,7 +201,7 @@ def test_stop_on_a_blocking_run_and_on_a_batch(kernel, model):
     shown = [m["content"]["data"] for m in messages if m["msg_type"] in ("display_data", "update_display_data",
                                                                         "execute_result")]
     progress = [d["text/plain"] for d in shown if "text/html" in d and "bettong-progress" in d["text/html"]]
-    assert progress == ["4/4 done · 0 failed · 2 cancelled · 24 tokens · cost $0.000024"]
+    assert progress == ["4/4 · 2 done · 0 failed · 2 cancelled · 24 tokens · cost $0.000024"]
     assert shown[-1]["text/plain"].startswith("Batch of 4: 2 done · 0 failed · 2 cancelled · 2 requests")
     assert not [d for d in shown[-2:] if WIDGET in d]
     assert _value(kc, "[type(results).__name__, [r.output for r in results], [r.reason for r in results]]") == [
@@ -259,7 +259,8 @@ def test_stop_on_a_cell_awaiting_a_run_or_a_batch(kernel, model):
     assert kc.execute_interactive("r = await talk.arun('quick, awaited')", timeout=10)["content"]["status"] == "ok"
     assert _value(kc, "[talk.turns, r.output]") == [1, "answer to quick, awaited"]  # the stopped turn left no trace
 
-    took, reply, messages = _stop_the_model_wait(kernel, model, "b = await slow.amap(['a', 'slow b'], concurrency=1)\nb")
+    code = "b = await slow.amap(['a', 'slow b'], concurrency=1)\nb"
+    took, reply, messages = _stop_the_model_wait(kernel, model, code)
     assert took < 1.0 and reply["status"] == "ok", (took, reply)
     assert not [m for m in messages if m["msg_type"] in ("error", "stream")]
     shown = [m["content"]["data"]["text/plain"] for m in messages if m["msg_type"] == "execute_result"]

@@ -202,7 +202,8 @@ def test_a_refused_answer_shows_as_a_refusal_never_as_the_answer():
     assert agent_says(result_html) == [answer, refusal]
     # the model's words stay readable, folded, never rendered as the answer
     assert "<summary" in session_html.split("bettong-refusal")[1].split("You · turn 3")[0]
-    assert "partial text the model took back" not in "".join(re.findall(r'class="bettong-markdown".*?</div>', session_html))
+    answers = re.findall(r'class="bettong-markdown".*?</div>', session_html, re.S)
+    assert answers and "partial text the model took back" not in "".join(answers)
 
 
 # --- the live view ----------------------------------------------------------------------------

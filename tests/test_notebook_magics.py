@@ -630,7 +630,7 @@ def test_decided_prompts_collapse_to_one_line_beside_their_calls(monkeypatch):
     for text in (plain, "\n".join(summaries), result_text(result), str(result)):
         assert "do not call more tools" not in text, text
     assert "reason: the user stopped" not in redisplayed  # (its RESULT block keeps what the model read)
-    assert plain.splitlines()[3:] == ['· note(text="d") → denied: stopped by you', '· note(text="e") → denied: stopped by you']
+    assert plain.splitlines()[3:] == [f'· note(text="{t}") → denied: stopped by you' for t in "de"]
     assert result_text(result).splitlines()[0] == "(no final answer: stopped by you)"
 
     turns = [[("note", {"text": "a"})], [("note", {"text": "b"})], "done"]

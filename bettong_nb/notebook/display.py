@@ -17,6 +17,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from .. import events
+from ..batch import tally
 from ..results import ToolCall
 
 # The live view draws with the transcript's own pieces and styles, so both look the same.
@@ -51,10 +52,8 @@ SECONDS_PER_CHAR = 1e-5
 def batch_text(results: Any) -> str:
     """A Batch in one line: ``Batch of 10: 7 done · 0 failed · 3 cancelled · <usage line>``."""
     failed, cancelled = len(results.failed), len(results.cancelled)
-    counts = [f"{len(results) - failed - cancelled} done", f"{failed} failed"]
-    if cancelled:
-        counts.append(f"{cancelled} cancelled")
-    return f"Batch of {len(results)}: {' · '.join(counts)} · {results.usage_line()}"
+    counts = tally(len(results) - failed - cancelled, failed, cancelled)
+    return f"Batch of {len(results)}: {counts} · {results.usage_line()}"
 
 
 def batch_html(results: Any) -> str:
