@@ -283,7 +283,9 @@ def test_user_errors_are_one_line_in_a_notebook_and_bugs_keep_their_traceback(ip
 
 def test_unknown_and_abbreviated_options_point_to_the_help(ip):
     for cell, message in (("%%agent --verbose\nhi", "unrecognized arguments: --verbose (see %%agent --help)"),
-                          ("%%agent --max-step 3\nhi", "unrecognized arguments: --max-step (see %%agent --help)")):
+                          ("%%agent --max-step 3\nhi", "unrecognized arguments: --max-step (see %%agent --help)"),
+                          ("%agent usage --bogus", "%agent usage has no option --bogus; see %agent --help"),
+                          ("%agent reset chat -f", "%agent reset has no option -f; see %agent --help")):
         result, _ = _run(ip, cell)
         assert isinstance(result.error_in_exec, UsageError) and str(result.error_in_exec) == message
 

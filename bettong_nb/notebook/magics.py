@@ -541,6 +541,9 @@ class AgentMagics(Magics):
         if command not in commands:
             raise UsageError(f"Unknown %agent command {command!r}. Commands: {', '.join(commands)}. "
                              "A prompt goes in a %%agent cell (two %).")
+        unknown = [word for word in rest if word.startswith("-")] if command not in ("save", "load") else []
+        if unknown:  # line commands take no options: name it rather than read it as a TARGET
+            raise UsageError(f"%agent {command} has no option {unknown[0]}; see %agent --help")
         if command in ("save", "load"):
             if not 1 <= len(rest) <= 2:
                 raise UsageError(f"%agent {command} takes PATH and an optional TARGET; got {' '.join(rest)!r}")
