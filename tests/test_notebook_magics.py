@@ -576,6 +576,35 @@ def test_approve_in_a_cell_records_decisions_on_the_result(ip, monkeypatch):
     assert re.search(r'→ <span style="color:var\(--jp-error-color1[^"]*">denied</span>', html)
 
 
+def test_a_quiet_cell_keeps_its_decisions_as_plain_html(ip, monkeypatch):
+    """--quiet shows no tool calls, so the prompts' place itself ends as their records: plain
+    HTML a saved notebook and nbconvert keep, no widget left behind."""
+    import ipywidgets
+    from ipywidgets.widgets import widget
+
+    monkeypatch.setattr(approvals, "_frontend", True)  # a browser is attached: the prompts wait for clicks
+    _ok(ip, "%config AgentMagics.run_mode = 'await'")
+    clicks = iter(["Allow", "Deny"])
+
+    def press(wanted):
+        buttons = [w for w in list(widget._instances.values())
+                   if isinstance(w, ipywidgets.Button) and w.description == wanted and w.comm is not None]
+        buttons[-1].click()
+
+    def click(event):  # a person clicking once each prompt is on screen
+        if isinstance(event, events.ApprovalRequested):
+            asyncio.get_running_loop().call_later(0.05, press, next(clicks))
+
+    ip.user_ns["bot"] = _tool_agent(Scripted([[("note", {"text": "a"}), ("note", {"text": "b"})], "ok"]),
+                                    on_event=click)
+    captured = _ok(ip, "%%agent bot --approve --quiet\ngo")
+    assert [c.status for c in ip.user_ns["_agent_result"].tool_calls] == ["ok", "denied"]
+    (record,) = [d for d in _final(captured) if d.get("text/plain")]
+    assert record["text/plain"] == 'note(text="a") — allowed by you\nnote(text="b") — denied by you'
+    assert record["text/html"].count('class="bettong-decision"') == 2
+    assert not [d for d in _final(captured) if "application/vnd.jupyter.widget-view+json" in d]
+
+
 def _recorded_run(monkeypatch, turns, clicks):
     """A run drawn by a LiveView whose prompts are answered by ``clicks``: (the final bundles of
     activity, prompt slot and answer; the result; the prompts shown)."""

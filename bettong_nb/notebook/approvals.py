@@ -39,9 +39,9 @@ from typing import Any, Callable
 from .._kernel import jupyter_kernel
 from ..approvals import Allow, ApprovalRequest, Deny, Verdict
 from ..results import STOPPED
-from ..terminal import args_preview
 from ..transcript_html import _ERROR, _MUTED, _OK, css_id
 from . import interrupts
+from .display import decision_text, decisions_bundle
 
 __all__ = ["ButtonApprover", "ask_with_buttons", "frontend_connected", "HEADLESS_POLICIES", "STOP_REASON",
            "BLOCKING_NOTE"]
@@ -208,11 +208,8 @@ class _OwnOutput:
 
     def settle(self, widget: Any, call: ApprovalRequest, line: str) -> None:
         handle = self.handles.pop(id(widget), None) if widget is not None else None
-        if handle is None:
-            return
-        text = f"{call.tool}({args_preview(call.args)}) — {line}"
-        handle.update({"text/plain": text, "text/html": f'<div class="bettong-decision" style="{_MUTED}">'
-                                                        f'{html.escape(text)}</div>'}, raw=True)
+        if handle is not None:
+            handle.update(decisions_bundle([decision_text(call, line)]), raw=True)
 
 
 class ButtonApprover:
