@@ -13,6 +13,11 @@ Ctrl-C (or a notebook's stop button on a blocking cell) cancels the task at once
 and returns (a batch returning what finished) returns instead. A sync tool that holds the worker
 loop gets the cancellation raised inside it, so the wait is about a second whatever the run is
 doing (a call blocked in C code, like ``time.sleep``, ends first).
+
+Awaited runs (``await agent.arun(...)``, ``await session.arun(...)``, ``await agent.amap(...)``)
+go through :func:`awaited`: by default it just awaits, and an environment with a stop button of
+its own installs a runner (:func:`install_runner`; ``%load_ext bettong_nb`` does, so Stop ends
+such a cell as it ends a ``%%agent`` cell). The core never learns what that environment is.
 """
 
 from __future__ import annotations
@@ -21,9 +26,9 @@ import asyncio
 import concurrent.futures
 import contextvars
 import threading
-from typing import Any, Coroutine, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
-__all__ = ["run_sync", "Interrupted", "INTERRUPTED"]
+__all__ = ["run_sync", "Interrupted", "INTERRUPTED", "awaited", "install_runner"]
 
 INTERRUPTED = "interrupted — the session is unchanged"
 STOP_WAIT_S = 0.5  # how long a cancelled task may take to end before it is stopped harder
@@ -40,6 +45,24 @@ class Interrupted(KeyboardInterrupt):
         return [str(self)]
 
 T = TypeVar("T")
+Runner = Callable[[Coroutine[Any, Any, Any]], Awaitable[Any]]
+_runner: list[Runner | None] = [None]
+
+
+def install_runner(runner: Runner | None) -> Runner | None:
+    """Await every run started from async code through ``runner(coro)`` (None: plainly);
+    returns the previous runner."""
+    previous = _runner[0]
+    _runner[0] = runner
+    return previous
+
+
+async def awaited(coro: Coroutine[Any, Any, T]) -> T:
+    """Await one run's coroutine, through the installed runner when there is one."""
+    runner = _runner[0]
+    return await (coro if runner is None else runner(coro))
+
+
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
 _lock = threading.Lock()

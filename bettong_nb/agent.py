@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from . import approvals, budget, events, images, secrets, structured, usage
 from . import capability as cap
-from ._sync import run_sync
+from ._sync import awaited, run_sync
 from .errors import ServiceError
 from .images import Prompt
 from .options import PROVIDER_OPTIONS, Options
@@ -138,7 +138,7 @@ class _Run:
 
     async def approval(self, request: approvals.ApprovalRequest) -> approvals.Verdict:
         if self.stopped is not None:  # Stop denies the rest of the round without asking again
-            return approvals.Deny(self.stopped)
+            return approvals.Deny(self.stopped, stop=True)
         if self.options.approve_fn is None:
             return approvals.Allow()
         self.listener(events.ApprovalRequested(request.call_id, request.tool, request.capability, request.args))
@@ -206,7 +206,7 @@ class _Run:
             text = text or "; ".join(f"[image: {image.describe()}]" for image in call.images)
         if not verdict:
             text = approvals.denial_text(call.tool, verdict)
-            call.status, call.reason = "denied", verdict.reason
+            call.status, call.reason, call.stopped = "denied", verdict.reason, verdict.stop
             if verdict.stop:
                 self.stopped = verdict.reason or "stopped by the user"
         call.result, call.redactions = secrets.redact(clean_text(text), extra=self.secrets)
@@ -380,7 +380,7 @@ class ModelAgent:
 
     async def arun(self, prompt: Prompt, **overrides: Any) -> RunResult:
         provider, options = self.resolve(overrides)
-        return await execute(provider, options, prompt, toolbox=self._toolbox(options))
+        return await awaited(execute(provider, options, prompt, toolbox=self._toolbox(options)))
 
     def _toolbox(self, options: Options) -> Toolbox:
         """The toolbox of the last run when its inputs are the same (compared by value), else a

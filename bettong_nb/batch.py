@@ -22,12 +22,12 @@ import time
 from typing import Any, Iterable, Mapping
 
 from . import budget, images, usage
-from ._sync import run_sync
+from ._sync import awaited, run_sync
 from .results import Ledger, RunResult
 from .structured import Shape
 
-__all__ = ["Batch", "amap", "amap_frame", "map_frame", "map_prompts", "Progress", "install_progress", "check_columns",
-           "PromptTemplate", "answer_column"]
+__all__ = ["Batch", "amap", "amap_frame", "map_frame", "map_prompts", "Progress", "install_progress", "tally",
+           "check_columns", "PromptTemplate", "answer_column"]
 
 
 class Batch(list, Ledger):
@@ -73,8 +73,14 @@ def _was_cancelled(result: RunResult) -> bool:
     return isinstance(result.error, asyncio.CancelledError)
 
 
+def tally(done: int, failed: int, cancelled: int) -> str:
+    """A batch's counts as the bar and the Batch's own line both say them:
+    ``7 done · 0 failed · 3 cancelled`` (no cancelled part while there are none)."""
+    return " · ".join([f"{done} done", f"{failed} failed", *([f"{cancelled} cancelled"] if cancelled else [])])
+
+
 class Progress:
-    """One progress line, ``10/10 done · 0 failed · 3 cancelled · 1446 tokens · cost $0.0005``,
+    """One progress line, ``10/10 · 7 done · 0 failed · 3 cancelled · 1446 tokens · cost $0.0005``,
     as a text bar on stderr. ``%load_ext bettong_nb`` installs a widget bar for notebooks
     (:func:`install_progress`)."""
 
@@ -89,9 +95,7 @@ class Progress:
         return self.done + self.failed + self.cancelled
 
     def text(self) -> str:
-        parts = [f"{self.finished}/{self.total} done", f"{self.failed} failed"]
-        if self.cancelled:
-            parts.append(f"{self.cancelled} cancelled")
+        parts = [f"{self.finished}/{self.total}", tally(self.done, self.failed, self.cancelled)]
         parts.append(f"{self.spent.prompt_tokens + self.spent.completion_tokens} tokens")
         if self.prices:
             parts.append(f"cost {usage.money(usage.cost(self.spent, **self.prices), self.prices.get('currency'))}")
@@ -164,6 +168,11 @@ async def amap(agent: Any, prompts: Iterable[str], *, concurrency: int = 8, prog
     prompts = list(prompts)
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    return await awaited(_amap(agent, prompts, concurrency, progress, token_budget, cost_budget, overrides))
+
+
+async def _amap(agent: Any, prompts: list, concurrency: int, progress: bool | Progress, token_budget: int | None,
+                cost_budget: float | None, overrides: dict[str, Any]) -> Batch:
     prices = _prices(agent, overrides)
     shared = budget.Budget("batch", token_budget, cost_budget, prices) \
         if token_budget is not None or cost_budget is not None else None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 from .errors import OptionError
-from .usage import ZERO, Usage, cost
+from .usage import ZERO, Usage, cost, money
 
 __all__ = ["Budget", "estimate_tokens", "sharing", "active"]
 
@@ -48,8 +48,10 @@ class Budget:
             spent = cost(self.spent, **self.prices) or 0.0
             upcoming = cost(Usage(prompt_tokens=estimate), **self.prices) or 0.0
             if spent + upcoming > self.cost:
-                return (f"the {self.scope} cost budget of {self.cost} would be exceeded "
-                        f"({spent:.6f} spent, the next request costs about {upcoming:.6f})")
+                currency = self.prices.get("currency")
+                return (f"the {self.scope} cost budget of {money(self.cost, currency)} would be exceeded "
+                        f"({money(spent, currency)} spent, the next request costs about "
+                        f"{money(upcoming, currency)})")
         return None
 
     def charge(self, usage: Usage) -> None:

@@ -71,7 +71,7 @@ def _turn_line(result: Any, saved: Saved) -> str:
     """The turn's usage, after why it stopped early when it did, in italics."""
     line = result.usage_line(saved.prices)
     if not result.done:
-        line = f"stopped early: {result.reason or result.stop_reason} · {line}"
+        line = f"stopped early: {result.why()} · {line}"
     return f"*{_one_line(line)}*"
 
 
@@ -104,8 +104,8 @@ def _call_markdown(call: Any, images: list[dict]) -> list[str]:
         head += f" · {duration_text(call.duration_s)}"
     lines = [head, *([f"  - capability: {_one_line(call.capability)}"] if call.capability else []),
              "  - arguments:", "", *_fenced(json_text(call.args, indent=2), "json", "    ")]
-    if call.status == "denied" and call.reason:
-        lines.append(f"  - reason: {_one_line(call.reason)}")
+    if call.why():
+        lines.append(f"  - reason: {_one_line(call.why())}")
     if call.result is not None:
         lines += ["  - result:", "", *_fenced(call.result, "text", "    ")]
     return lines + [f"  - {_one_line(image_placeholder(b))}" for b in images]

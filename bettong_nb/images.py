@@ -208,7 +208,9 @@ def _figure(figure: Any, max_side: int) -> Image:
     # Rendered no larger than the bound: the figure's own dpi, lowered when that would exceed it.
     dpi = min(float(figure.dpi), max_side / max(width, height, 1e-9))
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    # No "Software: Matplotlib version ..." text chunk: the same plot gives the same bytes (and
+    # the same hash in a cassette) whatever matplotlib drew it.
+    figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
     return Image(buffer.getvalue(), "image/png")
 
 

@@ -16,7 +16,11 @@ from typing import Any, Mapping
 
 from . import usage
 
-__all__ = ["ToolCall", "RunResult", "Ledger"]
+__all__ = ["ToolCall", "RunResult", "Ledger", "STOPPED"]
+
+# How a stop reads for a person, wherever it is shown: the reason the model read is an
+# instruction to it ("do not call more tools..."), not news to the person who pressed Stop.
+STOPPED = "stopped by you"
 
 
 @dataclass
@@ -36,7 +40,7 @@ class ToolCall:
     result: str | None = None
     id: str = ""
     status: str = "running"
-    reason: str | None = None  # why it was denied
+    reason: str | None = None  # why it was denied, as the model read it
     duration_s: float | None = None
     redactions: int = 0
     step: int = 0
@@ -44,6 +48,13 @@ class ToolCall:
     data: Any = field(default=None, repr=False)
     images: list = field(default_factory=list, repr=False)
     traceback: str | None = field(default=None, repr=False)
+    stopped: bool = False  # denied because a person stopped the run
+
+    def why(self) -> str | None:
+        """Why the call was denied, in a person's words (None when it was not denied)."""
+        if self.status != "denied":
+            return None
+        return STOPPED if self.stopped else self.reason
 
 
 class Ledger:
@@ -116,7 +127,7 @@ class RunResult(Ledger):
         if self.refused():
             return "the model refused to answer" + (f" — {_details(self.stop_details)}" if self.stop_details else "")
         if self.stop_reason == "stopped":
-            return "stopped by you"  # the reason the model read is an instruction to it, not news to you
+            return STOPPED
         if self.done:
             return ""
         return self.reason or self.stop_reason or "not done"

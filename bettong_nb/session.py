@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import approvals, budget, events, usage
-from ._sync import run_sync
+from ._sync import awaited, run_sync
 from .images import Prompt
 from .options import Options
 from .results import Ledger, RunResult
@@ -147,6 +147,9 @@ class Session(Ledger):
         self._tools = start.tools
 
     async def arun(self, prompt: Prompt, **overrides: Any) -> RunResult:
+        return await awaited(self._turn(prompt, overrides))  # waiting for the lock is part of the run
+
+    async def _turn(self, prompt: Prompt, overrides: dict[str, Any]) -> RunResult:
         async with self._lock:
             overrides["on_event"] = self._guarded(overrides.get("on_event") or self.options.on_event)
             with budget.sharing(self.budget), approvals.conversation(self):

@@ -59,7 +59,7 @@ def call_line(call: Any, *, timed: bool = True) -> str:
     line = f"· {call.tool}({args_preview(call.args)}) → {call.status}"
     if call.redactions:
         line += f" · {call.redactions} redacted"
-    detail = call.reason if call.status == "denied" else call.result if call.status == "error" else None
+    detail = call.why() if call.status == "denied" else call.result if call.status == "error" else None
     if detail:
         line += f": {_one_line(detail.removeprefix('ERROR: '))}"
     if timed and call.duration_s is not None and call.status in RAN:

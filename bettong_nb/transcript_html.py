@@ -16,7 +16,7 @@ import html
 from typing import Any
 
 from . import images
-from .results import ToolCall
+from .results import STOPPED, ToolCall
 from .sanitize import markdown_html
 from .terminal import RAN, args_preview, duration_text, json_text
 
@@ -95,6 +95,7 @@ def tool_block(call: ToolCall, *, note: str | None = None, decision: str | None 
     tool raised, its traceback, HTML-escaped. ``decision`` is how a person decided the call
     ("allowed by you"); a denial's decision says "denied: why" in place of the bare status."""
     colour = _STATUS_COLOURS.get(call.status, "inherit")
+    decision = decision or (STOPPED if call.stopped else None)  # a redisplay reads as the live view did
     shown = decision if decision and decision.startswith(call.status) else call.status
     parts = [f'<code style="{_CALL}">{_esc(call.tool)}({_esc(args_preview(call.args))})</code> → '
              f'<span style="color:{colour};font-weight:600;white-space:nowrap">{_esc(shown)}</span>']
@@ -109,8 +110,8 @@ def tool_block(call: ToolCall, *, note: str | None = None, decision: str | None 
             f'<pre style="{_PRE}">{_esc(json_text(call.args, indent=2))}</pre>']
     if note:
         body.append(f'<div style="{_MUTED}">{_esc(note)}</div>')
-    if call.reason and call.status == "denied":
-        body.append(f'<div style="{_MUTED}">reason: {_esc(call.reason)}</div>')
+    if call.why() and not call.stopped:
+        body.append(f'<div style="{_MUTED}">reason: {_esc(call.why())}</div>')
     if call.result is not None:
         body.append(f'<div style="{_LABEL}">RESULT</div><pre style="{_PRE}">{_esc(_capped(call.result))}</pre>')
     body.append(_thumbnails(call.images))
@@ -190,14 +191,40 @@ def thinking_html(text: str) -> str:
             f'<pre style="{_PRE}">{_esc(text)}</pre></details>')
 
 
-def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool = False) -> list[str]:
+def _refusals(messages: list[dict], results: list[Any]) -> dict[int, str]:
+    """Where the refused answers are: the position of each refused turn's last assistant message,
+    with why in a person's words. ``results`` are the turns in order, one per prompt."""
+    prompts = [i for i, m in enumerate(messages) if is_prompt(m)] + [len(messages)]
+    found = {}
+    for start, end, result in zip(prompts, prompts[1:], results):
+        if result is not None and result.refused():
+            last = max((i for i in range(start, end) if messages[i].get("role") == "assistant"), default=None)
+            if last is not None:
+                found[last] = result.why()
+    return found
+
+
+def _refusal_html(why: str, content: Any) -> str:
+    """A refused answer: what it is, never shown as the answer; the model's words folded below."""
+    text = content if isinstance(content, str) else "".join(
+        b.get("text", "") for b in content if b.get("type") == "text")
+    folded = (f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">what the model wrote</summary>'
+              f'<pre style="{_PRE}">{_esc(text)}</pre></details>') if text.strip() else ""
+    return (f'<div style="{_ROLE}">Agent</div><div class="bettong-refusal" style="{_MUTED};color:{_ERROR};'
+            f'opacity:1">{_esc(why)}</div>{folded}')
+
+
+def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool = False,
+                   refusals: dict[int, str] | None = None) -> list[str]:
     results = tool_results(messages)
     meta = {c.id: c for c in calls if getattr(c, "id", "")}
     out: list[str] = []
     turn = 0
-    for message in messages:
+    for position, message in enumerate(messages):
         role, content = message.get("role"), message.get("content")
-        if role == "system":
+        if position in (refusals or {}):
+            out.append(_refusal_html(refusals[position], content))
+        elif role == "system":
             out.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">system prompt</summary>'
                        f'<pre style="{_PRE}">{_esc(content)}</pre></details>')
         elif is_prompt(message):
@@ -247,7 +274,9 @@ def _answer_html(text: str) -> str:
 
 def result_html(result: Any) -> str:
     """A RunResult as an HTML transcript: prompt, answers, tool calls, and a usage line."""
-    parts = _messages_html(result.messages, result.tool_calls)
+    # result.messages may continue an earlier transcript: the refusal is in this run's last turn
+    turns = [None] * (sum(map(is_prompt, result.messages)) - 1) + [result]
+    parts = _messages_html(result.messages, result.tool_calls, refusals=_refusals(result.messages, turns))
     footer = _esc(result.usage_line())
     if not result.done or result.refused():
         footer = f'<span style="color:{_ERROR}">{_esc(result.why())}</span> · {footer}'
@@ -257,7 +286,8 @@ def result_html(result: Any) -> str:
 def session_html(session: Any) -> str:
     """A Session as an HTML transcript of all its turns, with the usage of all of them."""
     parts = [f'<div style="{_MUTED}">Session · {session.turns} turn{"" if session.turns == 1 else "s"}</div>']
-    parts += _messages_html(session.transcript, session.tool_calls, turn_marks=True)
+    parts += _messages_html(session.transcript, session.tool_calls, turn_marks=True,
+                            refusals=_refusals(session.transcript, session.results))
     if not session.transcript:
         parts.append(f'<div style="{_MUTED}">(no turns yet)</div>')
     return _wrap(parts, _esc(session.usage_line()))

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import re
 import time
 
 import pytest
@@ -73,7 +74,7 @@ def test_progress_prints_a_text_bar_in_a_terminal(capsys):
         bettong_nb.openai(base_url=server.url, api_key="k", prices={"input": 1, "output": 2}).map(
             ["a", "b"], progress=True)
     err = capsys.readouterr().err
-    assert "2/2 done · 0 failed · 24 tokens · cost $0.000028" in err
+    assert "2/2 · 2 done · 0 failed · 24 tokens · cost $0.000028" in err
 
 
 def test_cancelling_a_batch_returns_what_finished():
@@ -140,7 +141,16 @@ def test_a_cost_budget_needs_prices_and_stops_runs():
     session = agent.session(cost_budget=0.0025)  # each turn costs 0.001
     assert [session.run(p).done for p in "abc"] == [True, True, True]
     fourth = session.run("d")
-    assert fourth.done is False and "session cost budget of 0.0025" in fourth.reason
+    assert fourth.done is False and "session cost budget of $0.0025" in fourth.reason
+    assert "($0.003 spent, the next request costs about $0.0" in fourth.reason
+
+
+def test_a_cost_budget_says_its_amounts_in_the_prices_currency_even_when_tiny():
+    agent = bettong_nb.agent(provider=Scripted(default="x"), prices={"input": 1.0, "output": 1.0, "currency": "EUR"})
+    result = agent.run("go", cost_budget=1e-09)
+    assert result.stop_reason == "budget" and result.reason.startswith(
+        "the run cost budget of €0.000000001 would be exceeded (€0 spent, the next request costs about €0.0000")
+    assert re.search(r"costs about €0\.0000\d+\)$", result.reason), result.reason
 
 
 def test_a_session_budget_covers_all_its_turns():

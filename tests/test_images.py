@@ -106,6 +106,25 @@ def test_a_matplotlib_figure_renders_to_png_within_the_bound():
     plt.close("all")
 
 
+def _png_chunks(data: bytes) -> list[str]:
+    kinds, at = [], 8
+    while at < len(data):
+        (length,) = struct.unpack(">I", data[at:at + 4])
+        kinds.append(data[at + 4:at + 8].decode("ascii"))
+        at += 12 + length
+    return kinds
+
+
+def test_a_figure_renders_to_the_same_bytes_whatever_matplotlib_drew_it():
+    # A cassette matches a figure on its bytes' hash: no version text may be in them.
+    figure, ax = plt.subplots(figsize=(3, 2), dpi=80)
+    ax.plot([1, 2, 3], [1, 4, 9])
+    data = images.as_image(figure).data
+    plt.close("all")
+    assert matplotlib.__version__.encode() not in data and b"Matplotlib" not in data
+    assert not {"tEXt", "iTXt", "zTXt", "tIME"} & set(_png_chunks(data)), _png_chunks(data)
+
+
 def test_pil_and_ipython_images_convert_and_anything_else_is_not_an_image():
     rgb = PIL.new("RGB", (30, 20), (10, 200, 30))
     image = images.as_image(rgb)

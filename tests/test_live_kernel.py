@@ -201,7 +201,7 @@ def test_stop_on_a_blocking_run_and_on_a_batch(kernel, model):
     shown = [m["content"]["data"] for m in messages if m["msg_type"] in ("display_data", "update_display_data",
                                                                         "execute_result")]
     progress = [d["text/plain"] for d in shown if "text/html" in d and "bettong-progress" in d["text/html"]]
-    assert progress == ["4/4 done · 0 failed · 2 cancelled · 24 tokens · cost $0.000024"]
+    assert progress == ["4/4 · 2 done · 0 failed · 2 cancelled · 24 tokens · cost $0.000024"]
     assert shown[-1]["text/plain"].startswith("Batch of 4: 2 done · 0 failed · 2 cancelled · 2 requests")
     assert not [d for d in shown[-2:] if WIDGET in d]
     assert _value(kc, "[type(results).__name__, [r.output for r in results], [r.reason for r in results]]") == [
@@ -245,3 +245,24 @@ def test_code_goes_to_one_new_cell_below_and_is_not_run(kernel):
         assert reply["status"] == "ok", reply
         assert reply["payload"] == [{"source": "set_next_input", "text": "MARK = 1\n\nMARK += 1", "replace": False}]
     assert _value(kc, "'MARK' in globals()") is False
+
+
+def test_stop_on_a_cell_awaiting_a_run_or_a_batch(kernel, model):
+    """``await agent.arun(...)`` (the README's way to approval buttons) and ``await agent.amap(...)``
+    stop as a %%agent cell does: within a second, one line, the session usable."""
+    km, kc = kernel
+    assert kc.execute_interactive("talk = slow.session()", timeout=30)["content"]["status"] == "ok"
+    for code in ("r = await slow.arun('slow, awaited')", "r = await talk.arun('slow, awaited')"):
+        took, reply, messages = _stop_the_model_wait(kernel, model, code)
+        assert took < 1.0, (code, took)
+        _one_line(reply, messages)
+    assert kc.execute_interactive("r = await talk.arun('quick, awaited')", timeout=10)["content"]["status"] == "ok"
+    assert _value(kc, "[talk.turns, r.output]") == [1, "answer to quick, awaited"]  # the stopped turn left no trace
+
+    code = "b = await slow.amap(['a', 'slow b'], concurrency=1)\nb"
+    took, reply, messages = _stop_the_model_wait(kernel, model, code)
+    assert took < 1.0 and reply["status"] == "ok", (took, reply)
+    assert not [m for m in messages if m["msg_type"] in ("error", "stream")]
+    shown = [m["content"]["data"]["text/plain"] for m in messages if m["msg_type"] == "execute_result"]
+    assert shown and shown[0].startswith("Batch of 2: 1 done · 0 failed · 1 cancelled"), shown
+    assert _value(kc, "[type(b).__name__, [r.reason for r in b]]") == ["Batch", [None, "cancelled"]]

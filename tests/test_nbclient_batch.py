@@ -35,15 +35,15 @@ def test_batches_and_budgets_in_a_notebook(tmp_path):
         "'frame': list(df['label']), 'rows': len(df.attrs['usage_frame']), "
         "'turns': [t.done for t in turns], 'why': turns[-1].reason}))",
     ], tmp_path)
-    for index, line in ((1, "3/3 done · 0 failed · 1446 tokens"), (2, "2/2 done · 0 failed · 964 tokens"),
-                        (3, "2/2 done · 0 failed · 964 tokens")):
+    for index, line in ((1, "3/3 · 3 done · 0 failed · 1446 tokens"), (2, "2/2 · 2 done · 0 failed · 964 tokens"),
+                        (3, "2/2 · 2 done · 0 failed · 964 tokens")):
         # one progress bar per batch, in the batch's own cell, replaced by its last line when it ends:
         # no widget is left for a saved notebook to lose
         (shown,) = [o for o in nb.cells[index].outputs if o.output_type == "display_data"]
         assert WIDGET not in shown.data and shown.data["text/plain"] == line, nb.cells[index].outputs
         assert shown.data["text/html"].endswith(f">{line}</div>")
     exported = HTMLExporter().from_notebook_node(nb)[0]  # the saved notebook, as nbconvert --to html shows it
-    assert '<div class="bettong-progress" style="font-size:13px">3/3 done · 0 failed · 1446 tokens</div>' in exported
+    assert '<div class="bettong-progress" style="font-size:13px">3/3 · 3 done · 0 failed · 1446 tokens</div>' in exported
     seen = json.loads("".join(o.text for o in nb.cells[5].outputs if o.output_type == "stream"))
     assert seen["map"] == ["label:a", "label:b", "label:c"] and seen["amap"] == ["label:d", "label:e"]
     assert seen["frame"] == ["label:x!", "label:y!"] and seen["rows"] == 2

@@ -173,6 +173,39 @@ def test_session_html_shows_every_turn_and_the_totals():
     assert "3 requests" in html and "bettong-call-call_0_0" in html
 
 
+def test_a_refused_answer_shows_as_a_refusal_never_as_the_answer():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from bettong_nb.providers import Response
+
+    refusal = Response(content=[{"type": "text", "text": "partial text the model took back"}], stop_reason="refusal",
+                       stop_details={"type": "refusal", "category": "cyber", "explanation": "not this"})
+    chat = _agent(Scripted(["first answer", refusal, "third answer"])).session()
+    refused = [chat.run(p) for p in ("one", "two", "three")][1]
+    why = "the model refused to answer — category: cyber; explanation: not this"
+
+    def agent_says(html: str) -> list[tuple[str, str]]:
+        """Each "Agent" heading's next element: its class and first words."""
+        return [(re.match(r'<div class="([\w-]+)"', part)[1], " ".join(re.sub(r"<[^>]+>", " ", part).split()[:2]))
+                for part in html.split(">Agent</div>")[1:]]
+
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "bettong_nb")
+    try:
+        shown = [ip.display_formatter.format(value)[0]["text/html"] for value in (refused, chat)]
+    finally:
+        ip.run_line_magic("unload_ext", "bettong_nb")
+    result_html, session_html = shown
+    assert why in result_html and why in session_html
+    answer, refusal = ("bettong-markdown", "first answer"), ("bettong-refusal", "the model")
+    assert agent_says(session_html) == [answer, refusal, ("bettong-markdown", "third answer")]
+    assert agent_says(result_html) == [answer, refusal]
+    # the model's words stay readable, folded, never rendered as the answer
+    assert "<summary" in session_html.split("bettong-refusal")[1].split("You · turn 3")[0]
+    answers = re.findall(r'class="bettong-markdown".*?</div>', session_html, re.S)
+    assert answers and "partial text the model took back" not in "".join(answers)
+
+
 # --- the live view ----------------------------------------------------------------------------
 
 class Recorder:

@@ -22,6 +22,8 @@ from bettong_nb.approvals import conversation
 from bettong_nb.notebook import approvals, interpolation, magics
 from bettong_nb.providers.offline import OFFLINE_NOTICE, OfflineModel
 from bettong_nb.providers.scripted import Scripted
+from bettong_nb.terminal import result_text
+from bettong_nb.transcript_html import result_html
 
 EXTRA_NAMES = ("bot", "chat", "x", "res", "df", "model", "seen", "_agent_result", "_agent_session", "first")
 
@@ -281,7 +283,9 @@ def test_user_errors_are_one_line_in_a_notebook_and_bugs_keep_their_traceback(ip
 
 def test_unknown_and_abbreviated_options_point_to_the_help(ip):
     for cell, message in (("%%agent --verbose\nhi", "unrecognized arguments: --verbose (see %%agent --help)"),
-                          ("%%agent --max-step 3\nhi", "unrecognized arguments: --max-step (see %%agent --help)")):
+                          ("%%agent --max-step 3\nhi", "unrecognized arguments: --max-step (see %%agent --help)"),
+                          ("%agent usage --bogus", "%agent usage has no option --bogus; see %agent --help"),
+                          ("%agent reset chat -f", "%agent reset has no option -f; see %agent --help")):
         result, _ = _run(ip, cell)
         assert isinstance(result.error_in_exec, UsageError) and str(result.error_in_exec) == message
 
@@ -572,6 +576,35 @@ def test_approve_in_a_cell_records_decisions_on_the_result(ip, monkeypatch):
     assert re.search(r'→ <span style="color:var\(--jp-error-color1[^"]*">denied</span>', html)
 
 
+def test_a_quiet_cell_keeps_its_decisions_as_plain_html(ip, monkeypatch):
+    """--quiet shows no tool calls, so the prompts' place itself ends as their records: plain
+    HTML a saved notebook and nbconvert keep, no widget left behind."""
+    import ipywidgets
+    from ipywidgets.widgets import widget
+
+    monkeypatch.setattr(approvals, "_frontend", True)  # a browser is attached: the prompts wait for clicks
+    _ok(ip, "%config AgentMagics.run_mode = 'await'")
+    clicks = iter(["Allow", "Deny"])
+
+    def press(wanted):
+        buttons = [w for w in list(widget._instances.values())
+                   if isinstance(w, ipywidgets.Button) and w.description == wanted and w.comm is not None]
+        buttons[-1].click()
+
+    def click(event):  # a person clicking once each prompt is on screen
+        if isinstance(event, events.ApprovalRequested):
+            asyncio.get_running_loop().call_later(0.05, press, next(clicks))
+
+    ip.user_ns["bot"] = _tool_agent(Scripted([[("note", {"text": "a"}), ("note", {"text": "b"})], "ok"]),
+                                    on_event=click)
+    captured = _ok(ip, "%%agent bot --approve --quiet\ngo")
+    assert [c.status for c in ip.user_ns["_agent_result"].tool_calls] == ["ok", "denied"]
+    (record,) = [d for d in _final(captured) if d.get("text/plain")]
+    assert record["text/plain"] == 'note(text="a") — allowed by you\nnote(text="b") — denied by you'
+    assert record["text/html"].count('class="bettong-decision"') == 2
+    assert not [d for d in _final(captured) if "application/vnd.jupyter.widget-view+json" in d]
+
+
 def _recorded_run(monkeypatch, turns, clicks):
     """A run drawn by a LiveView whose prompts are answered by ``clicks``: (the final bundles of
     activity, prompt slot and answer; the result; the prompts shown)."""
@@ -605,7 +638,7 @@ def _recorded_run(monkeypatch, turns, clicks):
     summaries = [re.sub(r"<[^>]+>", "", s) for s in re.findall(r"<summary[^>]*>(.*?)</summary>",
                                                                  activity["text/html"], re.S)]
     decided = [s.split("→ ")[1].split(" · ")[:2] for s in summaries]
-    return decided, slot, answer, result, shown
+    return decided, slot, answer, result, shown, activity["text/plain"]
 
 
 def test_decided_prompts_collapse_to_one_line_beside_their_calls(monkeypatch):
@@ -613,16 +646,26 @@ def test_decided_prompts_collapse_to_one_line_beside_their_calls(monkeypatch):
              [("note", {"text": "d"}), ("note", {"text": "e"})], "never asked"]
     clicks = [lambda p: _click(p, "allow"), lambda p: _click(p, "deny", "not b"), lambda p: _click(p, "deny"),
               lambda p: _click(p, "stop")]
-    decided, slot, answer, result, shown = _recorded_run(monkeypatch, turns, clicks)
+    decided, slot, answer, result, shown, plain = _recorded_run(monkeypatch, turns, clicks)
     assert decided == [["ok", "allowed by you"], ["denied: not b"], ["denied by you"], ["denied", "stopped by you"],
-                       ["denied"]]  # e was denied by the stop, without a prompt
+                       ["denied", "stopped by you"]]  # e was denied by the stop, without a prompt
     assert slot == {"text/plain": "", "text/html": ""}  # no widget is left in the cell
     assert len(shown) == 4 and all(p.widget.comm is None for p in shown)  # the prompts' widgets are closed
     assert answer["text/plain"] == "(no final answer: stopped by you)"  # not the instruction the model read
-    assert result.reason == approvals.STOP_REASON
+    assert result.reason == approvals.STOP_REASON and result.tool_calls[3].reason == approvals.STOP_REASON
+    # Everywhere a person reads the run, a stop reads "stopped by you": the live view's text, the
+    # result's text (print, the text/plain %load_ext installs) and its HTML shown again later.
+    redisplayed = result_html(result)
+    summaries = [re.sub(r"<[^>]+>", "", s) for s in re.findall(r"<summary[^>]*>(.*?)</summary>", redisplayed, re.S)]
+    assert [s.split("→ ")[1] for s in summaries if "note(" in s][3:] == ["denied · stopped by you"] * 2
+    for text in (plain, "\n".join(summaries), result_text(result), str(result)):
+        assert "do not call more tools" not in text, text
+    assert "reason: the user stopped" not in redisplayed  # (its RESULT block keeps what the model read)
+    assert plain.splitlines()[3:] == [f'· note(text="{t}") → denied: stopped by you' for t in "de"]
+    assert result_text(result).splitlines()[0] == "(no final answer: stopped by you)"
 
     turns = [[("note", {"text": "a"})], [("note", {"text": "b"})], "done"]
-    decided, slot, answer, _, shown = _recorded_run(monkeypatch, turns, [lambda p: _click(p, "always")])
+    decided, slot, answer, _, shown, _ = _recorded_run(monkeypatch, turns, [lambda p: _click(p, "always")])
     assert decided == [["ok", "allowed always (this session)"]] * 2 and len(shown) == 1
     assert slot == {"text/plain": "", "text/html": ""} and answer["text/plain"] == "done"
 

@@ -83,4 +83,7 @@ def test_money_carries_its_currency():
     assert usage.money(0.000093) == "$0.000093" and usage.money(0) == "$0"
     assert usage.money(1.5, "EUR") == "€1.5" and usage.money(0.25, "usd") == "$0.25"
     assert usage.money(1.5, "chf") == "1.5 CHF"
+    # an amount below a millionth keeps two significant digits rather than reading as nothing
+    assert usage.money(1e-09) == "$0.000000001" and usage.money(1.234e-9, "EUR") == "€0.0000000012"
+    assert usage.money(0.0000004) == "$0.0000004" and usage.money(-0.5) == "$-0.5"
     assert usage.line(usage.Usage(requests=1)) == "1 request 0 tokens (0 in, 0 out)"

@@ -9,7 +9,7 @@ Each call gets a prompt: the tool, its arguments and capability, buttons Allow, 
 (this tool, this conversation), Deny and Stop, and a "reason (optional)" box whose text goes to
 the model when you deny. Stop denies the call and every later one in the same run, so the
 model answers with what it has; so does a kernel interrupt while a prompt waits, except in a
-``%%agent`` cell, where the stop button ends the cell at once. A click is a person's decision
+cell awaiting a run (``%%agent``, ``await agent.arun(...)``), where the stop button ends the cell at once. A click is a person's decision
 (``Allow(person=True)``); the headless policy's and a timeout's are not, so they never let a
 tool that needs a person (run_python) run.
 
@@ -38,9 +38,10 @@ from typing import Any, Callable
 
 from .._kernel import jupyter_kernel
 from ..approvals import Allow, ApprovalRequest, Deny, Verdict
-from ..terminal import args_preview
+from ..results import STOPPED
 from ..transcript_html import _ERROR, _MUTED, _OK, css_id
 from . import interrupts
+from .display import decision_text, decisions_bundle
 
 __all__ = ["ButtonApprover", "ask_with_buttons", "frontend_connected", "HEADLESS_POLICIES", "STOP_REASON",
            "BLOCKING_NOTE"]
@@ -52,7 +53,7 @@ BLOCKING_NOTE = ("Approval buttons cannot work under a blocking agent.run() in a
                  "kernel until it returns), so its tool calls are denied. Use a %%agent … --approve cell, "
                  "or await agent.arun(...).")
 # What a decided prompt leaves behind, one line each.
-ALLOWED, ALWAYS, STOPPED = "allowed by you", "allowed always (this session)", "stopped by you"
+ALLOWED, ALWAYS = "allowed by you", "allowed always (this session)"
 
 # "Allow always": the tools allowed for the rest of a conversation (a Session, else one run).
 _always: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
@@ -109,7 +110,7 @@ class _Interrupts:
 
     def add(self, deny: Callable[[], None]) -> bool:
         if threading.current_thread() is not threading.main_thread() or interrupts.active():
-            return False  # a %%agent cell's guard owns SIGINT: the stop button ends the cell
+            return False  # the cell's guard owns SIGINT: the stop button ends the cell
         if not self.waiting:
             self.saved = signal.signal(signal.SIGINT, self._handle)
         self.waiting.add(deny)
@@ -207,11 +208,8 @@ class _OwnOutput:
 
     def settle(self, widget: Any, call: ApprovalRequest, line: str) -> None:
         handle = self.handles.pop(id(widget), None) if widget is not None else None
-        if handle is None:
-            return
-        text = f"{call.tool}({args_preview(call.args)}) — {line}"
-        handle.update({"text/plain": text, "text/html": f'<div class="bettong-decision" style="{_MUTED}">'
-                                                        f'{html.escape(text)}</div>'}, raw=True)
+        if handle is not None:
+            handle.update(decisions_bundle([decision_text(call, line)]), raw=True)
 
 
 class ButtonApprover:

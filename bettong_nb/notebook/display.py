@@ -17,11 +17,12 @@ import time
 from typing import Any, Callable, Mapping
 
 from .. import events
+from ..batch import tally
 from ..results import ToolCall
 
 # The live view draws with the transcript's own pieces and styles, so both look the same.
 from ..sanitize import html_answer
-from ..terminal import call_line
+from ..terminal import args_preview, call_line
 from ..transcript_html import (
     _BOX,
     _DETAILS,
@@ -41,7 +42,7 @@ from ..transcript_html import (
 )
 
 __all__ = ["result_html", "session_html", "batch_text", "batch_html", "answer_bundle", "tool_block", "css_id",
-           "LiveView", "PromptSlot", "RESULT_PREVIEW_CHARS"]
+           "LiveView", "PromptSlot", "RESULT_PREVIEW_CHARS", "decision_text", "decisions_bundle"]
 # The live view redraws a streamed answer at most every len(answer) * this many seconds: about
 # 100 KB of text a second for the frontend to lay out, so a long answer cannot swamp it (every
 # 0.1 s up to 10 KB, every 0.5 s at 50 KB).
@@ -51,10 +52,8 @@ SECONDS_PER_CHAR = 1e-5
 def batch_text(results: Any) -> str:
     """A Batch in one line: ``Batch of 10: 7 done · 0 failed · 3 cancelled · <usage line>``."""
     failed, cancelled = len(results.failed), len(results.cancelled)
-    counts = [f"{len(results) - failed - cancelled} done", f"{failed} failed"]
-    if cancelled:
-        counts.append(f"{cancelled} cancelled")
-    return f"Batch of {len(results)}: {' · '.join(counts)} · {results.usage_line()}"
+    counts = tally(len(results) - failed - cancelled, failed, cancelled)
+    return f"Batch of {len(results)}: {counts} · {results.usage_line()}"
 
 
 def batch_html(results: Any) -> str:
@@ -94,15 +93,28 @@ def _show(bundle: dict) -> Any:
     return display(bundle, raw=True, display_id=True)
 
 
+def decision_text(request: Any, line: str) -> str:
+    """A decided prompt's record where no tool call is shown beside it: ``tool(args…) — line``."""
+    return f"{request.tool}({args_preview(request.args)}) — {line}"
+
+
+def decisions_bundle(lines: list[str]) -> dict:
+    """Records of decided prompts as plain HTML, which a saved notebook and nbconvert keep."""
+    return {"text/plain": "\n".join(lines),
+            "text/html": "".join(f'<div class="bettong-decision" style="{_MUTED}">{_esc(line)}</div>' for line in lines)}
+
+
 class PromptSlot:
     """An empty output reserved now that becomes a column of widgets (approval prompts) when the
-    first one is shown, and empty again when the last waiting one is decided: prompts land in
-    this cell even when a background task shows them later, and no widget is left behind.
-    Each decided prompt's line of record goes to ``on_record(call_id, line)``."""
+    first one is shown, and gives them up as they are decided: prompts land in this cell even
+    when a background task shows them later, and no widget is left behind. Each decided
+    prompt's line of record goes to ``on_record(call_id, line)``; without one (a ``--quiet``
+    cell, where no tool call is shown) the slot itself ends as those records."""
 
     def __init__(self, show: Callable[[dict], Any] = _show, on_record: Callable[[str, str], None] | None = None):
         self.handle = show({"text/plain": "", "text/html": ""})
         self.on_record = on_record
+        self.records: list[str] = []  # without on_record: what the slot shows once no prompt waits
         self.box: Any = None
 
     def __call__(self, widget: Any) -> None:
@@ -122,13 +134,16 @@ class PromptSlot:
         take the prompt away."""
         if self.on_record is not None:
             self.on_record(request.call_id, line)
-        if widget is None or self.box is None:
-            return
-        self.box.children = tuple(w for w in self.box.children if w is not widget)
-        if not self.box.children:
-            self.box.close()
-            self.box = None
-            self.handle.update({"text/plain": "", "text/html": ""}, raw=True)
+        else:
+            self.records.append(decision_text(request, line))
+        if widget is not None and self.box is not None:
+            self.box.children = tuple(w for w in self.box.children if w is not widget)
+            if not self.box.children:
+                self.box.close()
+                self.box = None
+                self.handle.update(decisions_bundle(self.records), raw=True)
+        elif self.box is None and self.on_record is None:  # decided without a prompt (allowed always)
+            self.handle.update(decisions_bundle(self.records), raw=True)
 
 
 class LiveView:

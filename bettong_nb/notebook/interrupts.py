@@ -1,9 +1,18 @@
-"""The stop button ends a running ``%%agent`` cell at once.
+"""The stop button ends a cell running an agent at once.
+
+    result = await guarded(turn())       # the stop button: Interrupted (one line) within a second
 
     task = asyncio.ensure_future(turn())
     with StopOnInterrupt(task) as stop:
         await task                       # the stop button: CancelledError here within a second
     stop.interrupted                     # True when that is why it ended
+
+A ``%%agent`` cell runs its turn through :func:`guarded`. So does every run a cell awaits itself
+(``r = await agent.arun(...)``, ``b = await agent.amap(...)``): ``%load_ext`` installs
+:func:`cell_runner` as the core's runner and :func:`cell_started` as a pre_run_cell hook, and a run
+awaited by the cell's own task is guarded. Runs inside a guarded one (a session's turn, a batch's
+items) and runs in tasks of their own (a background turn) are left alone: the stop button then
+belongs to whatever the cell awaits.
 
 Why the cell needs its own handler: ipykernel (7.4) turns a kernel interrupt on an awaiting
 cell into a callback scheduled without waking its event loop, so the interrupt only takes
@@ -20,13 +29,19 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
-from typing import Any
+import weakref
+from typing import Any, Coroutine, TypeVar
 
-__all__ = ["StopOnInterrupt", "active"]
+from .._sync import Interrupted
+
+__all__ = ["StopOnInterrupt", "active", "guarded", "cell_runner", "cell_started"]
+
+T = TypeVar("T")
 
 STOP_WAIT_S = 0.3  # how long the loop may take to run the cancel before the guard pushes harder
 
 _active: list["StopOnInterrupt"] = []
+_cell_task: "weakref.ref[asyncio.Task] | None" = None  # the task running the current cell's code
 
 
 def active() -> bool:
@@ -78,3 +93,39 @@ class StopOnInterrupt:
         if not self._reached.wait(STOP_WAIT_S) and self._on and not self.task.done():
             self._push = True
             signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+
+async def guarded(coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro`` in a task of its own that SIGINT cancels at once; an interrupt raises
+    :class:`Interrupted`, which a notebook shows as one line. A coroutine that handles the
+    cancellation and returns (a batch returning what finished) returns instead."""
+    task = asyncio.ensure_future(coro)
+    with StopOnInterrupt(task) as stop:
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if stop.interrupted:
+                raise Interrupted() from None
+            raise
+
+
+def cell_started(*_: Any) -> None:
+    """The pre_run_cell hook: note the task that runs this cell's code (none for a cell run
+    without an event loop)."""
+    global _cell_task
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        task = None
+    _cell_task = None if task is None else weakref.ref(task)
+
+
+def cell_runner(coro: Coroutine[Any, Any, T]) -> Any:
+    """The core's runner: a run the cell's own task awaits is :func:`guarded`, any other as it is."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        task = None
+    if task is None or _cell_task is None or _cell_task() is not task:
+        return coro
+    return guarded(coro)

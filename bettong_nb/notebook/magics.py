@@ -75,11 +75,10 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
-from .._sync import Interrupted
 from .display import answer_bundle
 from .errorlog import ErrorLog
 from .interpolation import interpolate
-from .interrupts import StopOnInterrupt
+from .interrupts import guarded
 
 __all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension", "CELL_FUNCTION", "RESULT_NAME",
            "SESSION_NAME", "FORMATS"]
@@ -299,14 +298,7 @@ class AgentMagics(Magics):
         if plan is None:
             return None
         self._start_views(plan)
-        task = asyncio.ensure_future(self._execute(plan, background=False))
-        with StopOnInterrupt(task) as stop:
-            try:
-                await task
-            except asyncio.CancelledError:
-                if stop.interrupted:
-                    raise Interrupted() from None
-                raise
+        await guarded(self._execute(plan, background=False))
         return None
 
     def _launch(self, plan: _Plan) -> None:
@@ -554,6 +546,9 @@ class AgentMagics(Magics):
         if command not in commands:
             raise UsageError(f"Unknown %agent command {command!r}. Commands: {', '.join(commands)}. "
                              "A prompt goes in a %%agent cell (two %).")
+        unknown = [word for word in rest if word.startswith("-")] if command not in ("save", "load") else []
+        if unknown:  # line commands take no options: name it rather than read it as a TARGET
+            raise UsageError(f"%agent {command} has no option {unknown[0]}; see %agent --help")
         if command in ("save", "load"):
             if not 1 <= len(rest) <= 2:
                 raise UsageError(f"%agent {command} takes PATH and an optional TARGET; got {' '.join(rest)!r}")
@@ -688,10 +683,11 @@ def _awaiting(magics: AgentMagics) -> Callable[[list[str]], list[str]]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from .. import approvals, batch
+    from .. import _sync, approvals, batch
     from ..results import RunResult
     from ..session import Session
     from ..terminal import result_text
+    from . import interrupts
     from .display import batch_html, batch_text, result_html, session_html
     from .progress import WidgetProgress
 
@@ -700,6 +696,7 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.input_transformers_cleanup.append(_awaiting(magics))
     ipython.push({CELL_FUNCTION: magics.agent_cell_async}, interactive=False)
     ipython.events.register("post_run_cell", magics.errors.record)
+    ipython.events.register("pre_run_cell", interrupts.cell_started)
     formatters = ipython.display_formatter.formatters
     formatters["text/plain"].for_type(RunResult, lambda result, printer, cycle: printer.text(result_text(result)))
     formatters["text/html"].for_type(RunResult, result_html)
@@ -708,12 +705,14 @@ def load_ipython_extension(ipython: Any) -> None:
     formatters["text/html"].for_type(batch.Batch, batch_html)
     approvals.install_person(magics.ask_person)
     batch.install_progress(WidgetProgress)
+    _sync.install_runner(interrupts.cell_runner)  # Stop ends `await agent.arun(...)` in a cell too
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .. import approvals, batch
+    from .. import _sync, approvals, batch
     from ..results import RunResult
     from ..session import Session
+    from . import interrupts
 
     ipython.input_transformers_cleanup[:] = [t for t in ipython.input_transformers_cleanup
                                              if not getattr(t, "bettong", False)]
@@ -721,6 +720,8 @@ def unload_ipython_extension(ipython: Any) -> None:
         ipython.magics_manager.magics[kind].pop("agent", None)
     for magics in [c for c in ipython.configurables if isinstance(c, AgentMagics)]:
         ipython.events.unregister("post_run_cell", magics.errors.record)
+    if interrupts.cell_started in ipython.events.callbacks["pre_run_cell"]:
+        ipython.events.unregister("pre_run_cell", interrupts.cell_started)
     ipython.configurables[:] = [c for c in ipython.configurables if not isinstance(c, AgentMagics)]
     ipython.user_ns.pop(CELL_FUNCTION, None)
     ipython.user_ns_hidden.pop(CELL_FUNCTION, None)
@@ -730,3 +731,4 @@ def unload_ipython_extension(ipython: Any) -> None:
         formatters[mime].pop(kind, None)
     approvals.install_person(None)
     batch.install_progress(None)
+    _sync.install_runner(None)

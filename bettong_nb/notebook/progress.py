@@ -3,7 +3,7 @@
     results = agent.map(prompts)     # a bar with done/failed counts and the running cost
 
 When the batch ends (or is stopped) the bar is replaced by its last line, plain HTML that a
-saved notebook and ``jupyter nbconvert`` keep: ``10/10 done · 0 failed · 3 cancelled · ...``.
+saved notebook and ``jupyter nbconvert`` keep: ``10/10 · 7 done · 0 failed · 3 cancelled · ...``.
 """
 
 from __future__ import annotations
