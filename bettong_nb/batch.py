@@ -16,6 +16,7 @@ stops launching items, cancels the running ones and returns what finished; the o
 from __future__ import annotations
 
 import asyncio
+import math
 import string
 import sys
 import time
@@ -88,6 +89,7 @@ class Progress:
         self.total, self.prices, self.enabled = total, prices, enabled
         self.done = self.failed = self.cancelled = 0
         self.spent = usage.ZERO
+        self.cost = 0.0  # each finished run's requests priced as its usage line prices them; NaN: unknown
         self._last = 0.0
 
     @property
@@ -97,13 +99,14 @@ class Progress:
     def text(self) -> str:
         parts = [f"{self.finished}/{self.total}", tally(self.done, self.failed, self.cancelled)]
         parts.append(f"{self.spent.prompt_tokens + self.spent.completion_tokens} tokens")
-        if self.prices:
-            parts.append(f"cost {usage.money(usage.cost(self.spent, **self.prices), self.prices.get('currency'))}")
+        if self.finished and not math.isnan(self.cost):
+            parts.append(f"cost {usage.money(self.cost, (self.prices or {}).get('currency'))}")
         return " · ".join(parts)
 
     def update(self, result: RunResult | None, *, final: bool = False) -> None:
         if result is not None:
             self.spent += result.usage
+            self.cost += result.cost(self.prices)
             if result.error is None:
                 self.done += 1
             elif _was_cancelled(result):
