@@ -22,7 +22,10 @@ from .terminal import RAN, args_preview, duration_text, json_text
 
 __all__ = ["result_html", "session_html", "tool_block", "css_id", "image_html", "image_placeholder",
            "is_prompt", "recorded_call", "thinking_html", "tool_results", "tool_result_images", "tool_result_text",
-           "RESULT_PREVIEW_CHARS"]
+           "RESULT_PREVIEW_CHARS", "answer_html", "esc",
+           # the styles the live view and the approval prompts share with the transcript
+           "OK_COLOUR", "ERROR_COLOUR", "BOX_STYLE", "DETAILS_STYLE", "PRE_STYLE", "PROSE_STYLE", "SUMMARY_STYLE",
+           "TEXT_STYLE", "MUTED_STYLE"]
 
 RESULT_PREVIEW_CHARS = 20_000  # a tool result longer than this is cut in the display (never in the data)
 
@@ -30,36 +33,36 @@ RESULT_PREVIEW_CHARS = 20_000  # a tool result longer than this is cut in the di
 # borders are translucent grey, and status colours are the theme's own where the frontend exposes
 # them (JupyterLab and Notebook 7: --jp-*, VS Code: --vscode-*). The fallbacks, for static viewers,
 # are mid-tones with about 4:1 contrast on white and on near-black.
-_OK = "var(--jp-success-color0,var(--vscode-testing-iconPassed,#3d9140))"
-_ERROR = "var(--jp-error-color1,var(--vscode-errorForeground,#e0403a))"
+OK_COLOUR = "var(--jp-success-color0,var(--vscode-testing-iconPassed,#3d9140))"
+ERROR_COLOUR = "var(--jp-error-color1,var(--vscode-errorForeground,#e0403a))"
 _WARN = "var(--jp-warn-color0,var(--vscode-editorWarning-foreground,#c86400))"
 _INFO = "var(--jp-brand-color1,var(--vscode-textLink-foreground,#2f80ed))"
-_STATUS_COLOURS = {"ok": _OK, "error": _ERROR, "denied": _ERROR, "running": _INFO, "awaiting approval": _WARN}
+_STATUS_COLOURS = {"ok": OK_COLOUR, "error": ERROR_COLOUR, "denied": ERROR_COLOUR, "running": _INFO, "awaiting approval": _WARN}
 
 _MONO = "font-family:var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Consolas,monospace);font-size:12px"
-_BOX = "font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.45"
+BOX_STYLE = "font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.45"
 # Answers and prompts in the size of rendered Markdown, so a streamed answer does not change size
 # when it becomes Markdown at the end.
-_PROSE = "font-size:var(--jp-content-font-size1,14px);line-height:var(--jp-content-line-height,1.6)"
-_DETAILS = ("margin:3px 0;border:1px solid rgba(128,128,128,.35);border-radius:4px;padding:2px 8px;"
+PROSE_STYLE = "font-size:var(--jp-content-font-size1,14px);line-height:var(--jp-content-line-height,1.6)"
+DETAILS_STYLE = ("margin:3px 0;border:1px solid rgba(128,128,128,.35);border-radius:4px;padding:2px 8px;"
             "background:rgba(128,128,128,.06)")
-_SUMMARY = "cursor:pointer;overflow-wrap:anywhere"  # stays a list-item: its marker is the disclosure triangle
+SUMMARY_STYLE = "cursor:pointer;overflow-wrap:anywhere"  # stays a list-item: its marker is the disclosure triangle
 # The call in a summary takes what room the status after it leaves and ends in an ellipsis, so
 # both share one line; in a very narrow cell it keeps 10em and the status moves below.
 _CALL = (f"{_MONO};display:inline-block;max-width:calc(100% - 17em);max-width:max(10em,calc(100% - 17em));"
          "overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom")
 # word-break:normal undoes JupyterLab's break-all for output <pre>, which splits words anywhere;
 # a word too long for the line still breaks (overflow-wrap), and a huge result scrolls.
-_PRE = (f"{_MONO};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere;margin:4px 0;padding:4px 6px;"
+PRE_STYLE = (f"{_MONO};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere;margin:4px 0;padding:4px 6px;"
         "max-height:24em;overflow:auto;background:rgba(128,128,128,.1);border-radius:3px")
-_TEXT = f"white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0;{_PROSE}"
-_MUTED = "opacity:.75;font-size:12px;margin:3px 0"
+TEXT_STYLE = f"white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0;{PROSE_STYLE}"
+MUTED_STYLE = "opacity:.75;font-size:12px;margin:3px 0"
 _LABEL = "font-size:11px;letter-spacing:.04em;opacity:.7;margin-top:6px"
 _ROLE = "font-weight:600;margin-top:10px"
-_FOOTER = f"{_MUTED};margin-top:8px;padding-top:4px;border-top:1px solid rgba(128,128,128,.3)"
+_FOOTER = f"{MUTED_STYLE};margin-top:8px;padding-top:4px;border-top:1px solid rgba(128,128,128,.3)"
 
 
-def _esc(value: Any) -> str:
+def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
@@ -84,8 +87,8 @@ def _thumbnail_url(image: images.Image) -> str:
 
 def _thumbnails(pictures: list[images.Image]) -> str:
     """Images as inline ``data:`` thumbnails: the page never fetches anything for them."""
-    tags = [f'<img class="bettong-image" src="{_thumbnail_url(p)}" alt="{_esc(p.describe())}" '
-            f'title="{_esc(p.describe())}" style="{_THUMB}">' for p in pictures]
+    tags = [f'<img class="bettong-image" src="{_thumbnail_url(p)}" alt="{esc(p.describe())}" '
+            f'title="{esc(p.describe())}" style="{_THUMB}">' for p in pictures]
     return f'<div>{"".join(tags)}</div>' if tags else ""
 
 
@@ -97,29 +100,29 @@ def tool_block(call: ToolCall, *, note: str | None = None, decision: str | None 
     colour = _STATUS_COLOURS.get(call.status, "inherit")
     decision = decision or (STOPPED if call.stopped else None)  # a redisplay reads as the live view did
     shown = decision if decision and decision.startswith(call.status) else call.status
-    parts = [f'<code style="{_CALL}">{_esc(call.tool)}({_esc(args_preview(call.args))})</code> → '
-             f'<span style="color:{colour};font-weight:600;white-space:nowrap">{_esc(shown)}</span>']
+    parts = [f'<code style="{_CALL}">{esc(call.tool)}({esc(args_preview(call.args))})</code> → '
+             f'<span style="color:{colour};font-weight:600;white-space:nowrap">{esc(shown)}</span>']
     if decision and shown != decision:
-        parts.append(f'<span class="bettong-decision" style="opacity:.75;white-space:nowrap"> · {_esc(decision)}</span>')
+        parts.append(f'<span class="bettong-decision" style="opacity:.75;white-space:nowrap"> · {esc(decision)}</span>')
     if call.redactions:
         parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {call.redactions} redacted</span>')
     if call.duration_s is not None and call.status in RAN:
-        parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {_esc(duration_text(call.duration_s))}</span>')
-    where = f" · capability: {_esc(call.capability)}" if call.capability else ""
+        parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {esc(duration_text(call.duration_s))}</span>')
+    where = f" · capability: {esc(call.capability)}" if call.capability else ""
     body = [f'<div style="{_LABEL}">ARGUMENTS{where}</div>',
-            f'<pre style="{_PRE}">{_esc(json_text(call.args, indent=2))}</pre>']
+            f'<pre style="{PRE_STYLE}">{esc(json_text(call.args, indent=2))}</pre>']
     if note:
-        body.append(f'<div style="{_MUTED}">{_esc(note)}</div>')
+        body.append(f'<div style="{MUTED_STYLE}">{esc(note)}</div>')
     if call.why() and not call.stopped:
-        body.append(f'<div style="{_MUTED}">reason: {_esc(call.why())}</div>')
+        body.append(f'<div style="{MUTED_STYLE}">reason: {esc(call.why())}</div>')
     if call.result is not None:
-        body.append(f'<div style="{_LABEL}">RESULT</div><pre style="{_PRE}">{_esc(_capped(call.result))}</pre>')
+        body.append(f'<div style="{_LABEL}">RESULT</div><pre style="{PRE_STYLE}">{esc(_capped(call.result))}</pre>')
     body.append(_thumbnails(call.images))
     if call.traceback:
-        body.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY};{_LABEL}">TRACEBACK</summary>'
-                    f'<pre style="{_PRE}">{_esc(_capped(call.traceback))}</pre></details>')
+        body.append(f'<details style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE};{_LABEL}">TRACEBACK</summary>'
+                    f'<pre style="{PRE_STYLE}">{esc(_capped(call.traceback))}</pre></details>')
     css = f"bettong-tool bettong-call-{css_id(call.id)}" if call.id else "bettong-tool"
-    return (f'<details class="{css}" style="{_DETAILS}"><summary style="{_SUMMARY}">{"".join(parts)}</summary>'
+    return (f'<details class="{css}" style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE}">{"".join(parts)}</summary>'
             f'{"".join(body)}</details>')
 
 
@@ -171,7 +174,7 @@ def image_html(block: dict) -> str:
     """An image block as an inline ``data:`` thumbnail (nothing is fetched); a placeholder line
     when it is not one of the raster types a model reads."""
     image = _image(block)
-    return _thumbnails([image]) if image else f'<div style="{_MUTED}">{_esc(image_placeholder(block))}</div>'
+    return _thumbnails([image]) if image else f'<div style="{MUTED_STYLE}">{esc(image_placeholder(block))}</div>'
 
 
 def _prompt_html(content: Any) -> str:
@@ -181,14 +184,14 @@ def _prompt_html(content: Any) -> str:
         if block.get("type") == "image":
             parts.append(image_html(block))
         else:
-            parts.append(f'<div style="{_TEXT}">{_esc(block.get("text", ""))}</div>')
+            parts.append(f'<div style="{TEXT_STYLE}">{esc(block.get("text", ""))}</div>')
     return "".join(parts)
 
 
 def thinking_html(text: str) -> str:
     """A thinking block, folded."""
-    return (f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">thinking</summary>'
-            f'<pre style="{_PRE}">{_esc(text)}</pre></details>')
+    return (f'<details style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE}">thinking</summary>'
+            f'<pre style="{PRE_STYLE}">{esc(text)}</pre></details>')
 
 
 def _refusals(messages: list[dict], results: list[Any]) -> dict[int, str]:
@@ -208,10 +211,10 @@ def _refusal_html(why: str, content: Any) -> str:
     """A refused answer: what it is, never shown as the answer; the model's words folded below."""
     text = content if isinstance(content, str) else "".join(
         b.get("text", "") for b in content if b.get("type") == "text")
-    folded = (f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">what the model wrote</summary>'
-              f'<pre style="{_PRE}">{_esc(text)}</pre></details>') if text.strip() else ""
-    return (f'<div style="{_ROLE}">Agent</div><div class="bettong-refusal" style="{_MUTED};color:{_ERROR};'
-            f'opacity:1">{_esc(why)}</div>{folded}')
+    folded = (f'<details style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE}">what the model wrote</summary>'
+              f'<pre style="{PRE_STYLE}">{esc(text)}</pre></details>') if text.strip() else ""
+    return (f'<div style="{_ROLE}">Agent</div><div class="bettong-refusal" style="{MUTED_STYLE};color:{ERROR_COLOUR};'
+            f'opacity:1">{esc(why)}</div>{folded}')
 
 
 def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool = False,
@@ -225,8 +228,8 @@ def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool =
         if position in (refusals or {}):
             out.append(_refusal_html(refusals[position], content))
         elif role == "system":
-            out.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">system prompt</summary>'
-                       f'<pre style="{_PRE}">{_esc(content)}</pre></details>')
+            out.append(f'<details style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE}">system prompt</summary>'
+                       f'<pre style="{PRE_STYLE}">{esc(content)}</pre></details>')
         elif is_prompt(message):
             turn += 1
             label = f"You · turn {turn}" if turn_marks else "You"
@@ -235,13 +238,13 @@ def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool =
             for block in content:
                 kind = block.get("type")
                 if kind == "text" and block.get("text"):
-                    out.append(f'<div style="{_ROLE}">Agent</div>{_answer_html(block["text"])}')
+                    out.append(f'<div style="{_ROLE}">Agent</div>{answer_html(block["text"])}')
                 elif kind == "thinking" and block.get("text"):
                     out.append(thinking_html(block["text"]))
                 elif kind == "tool_use":
                     out.append(_recorded_tool(block, results.get(block.get("id")), meta.get(block.get("id"))))
         elif role == "assistant" and isinstance(content, str) and content:
-            out.append(f'<div style="{_ROLE}">Agent</div>{_answer_html(content)}')
+            out.append(f'<div style="{_ROLE}">Agent</div>{answer_html(content)}')
     return out
 
 
@@ -261,15 +264,15 @@ def _recorded_tool(block: dict, result: dict | None, call: ToolCall | None) -> s
 
 
 def _wrap(parts: list[str], footer: str) -> str:
-    return (f'<div class="bettong-transcript" style="{_BOX}">{"".join(parts)}'
+    return (f'<div class="bettong-transcript" style="{BOX_STYLE}">{"".join(parts)}'
             f'<div class="bettong-usage" style="{_FOOTER}">{footer}</div></div>')
 
 
-def _answer_html(text: str) -> str:
+def answer_html(text: str) -> str:
     """The model's text in a transcript, as the live view shows it: Markdown rendered by the
     real parser, then allow-listed (:func:`bettong_nb.sanitize.markdown_html`): no raw HTML, no
     image but inline data, no script links; nothing the browser would fetch or run."""
-    return f'<div class="bettong-markdown" style="{_PROSE};overflow-wrap:anywhere">{markdown_html(text)}</div>'
+    return f'<div class="bettong-markdown" style="{PROSE_STYLE};overflow-wrap:anywhere">{markdown_html(text)}</div>'
 
 
 def result_html(result: Any) -> str:
@@ -277,17 +280,17 @@ def result_html(result: Any) -> str:
     # result.messages may continue an earlier transcript: the refusal is in this run's last turn
     turns = [None] * (sum(map(is_prompt, result.messages)) - 1) + [result]
     parts = _messages_html(result.messages, result.tool_calls, refusals=_refusals(result.messages, turns))
-    footer = _esc(result.usage_line())
+    footer = esc(result.usage_line())
     if not result.done or result.refused():
-        footer = f'<span style="color:{_ERROR}">{_esc(result.why())}</span> · {footer}'
+        footer = f'<span style="color:{ERROR_COLOUR}">{esc(result.why())}</span> · {footer}'
     return _wrap(parts, footer)
 
 
 def session_html(session: Any) -> str:
     """A Session as an HTML transcript of all its turns, with the usage of all of them."""
-    parts = [f'<div style="{_MUTED}">Session · {session.turns} turn{"" if session.turns == 1 else "s"}</div>']
+    parts = [f'<div style="{MUTED_STYLE}">Session · {session.turns} turn{"" if session.turns == 1 else "s"}</div>']
     parts += _messages_html(session.transcript, session.tool_calls, turn_marks=True,
                             refusals=_refusals(session.transcript, session.results))
     if not session.transcript:
-        parts.append(f'<div style="{_MUTED}">(no turns yet)</div>')
-    return _wrap(parts, _esc(session.usage_line()))
+        parts.append(f'<div style="{MUTED_STYLE}">(no turns yet)</div>')
+    return _wrap(parts, esc(session.usage_line()))

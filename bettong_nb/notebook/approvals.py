@@ -39,7 +39,7 @@ from typing import Any, Callable
 from .._kernel import jupyter_kernel
 from ..approvals import Allow, ApprovalRequest, Deny, Verdict
 from ..results import STOPPED
-from ..transcript_html import _ERROR, _MUTED, _OK, css_id
+from ..transcript_html import ERROR_COLOUR, MUTED_STYLE, OK_COLOUR, css_id
 from . import interrupts
 from .display import decision_text, decisions_bundle
 
@@ -179,7 +179,7 @@ class _Prompt:
             return
         for control in (self.allow, self.always, self.deny, self.stop, self.reason):
             control.disabled = True
-        colour = _OK if verdict == "always" or verdict else _ERROR  # the theme's own colours
+        colour = OK_COLOUR if verdict == "always" or verdict else ERROR_COLOUR  # the theme's own colours
         self.status.value = f"<span style='color:{colour};font-weight:600'>{html.escape(shown)}</span>"
         # Clicks may arrive on a comm thread; the future and the display belong to the loop running the agent.
         self.loop.call_soon_threadsafe(lambda: self.future.done() or self.future.set_result(verdict))
@@ -257,7 +257,7 @@ class ButtonApprover:
 
             # From the worker thread the run's context still names this cell, so the line lands here.
             display({"text/plain": BLOCKING_NOTE,
-                     "text/html": f'<div class="bettong-note" style="{_MUTED}">{html.escape(BLOCKING_NOTE)}</div>'},
+                     "text/html": f'<div class="bettong-note" style="{MUTED_STYLE}">{html.escape(BLOCKING_NOTE)}</div>'},
                     raw=True)
         return self._headless("the agent runs in a blocking call, so no click can reach it "
                               "(use %%agent or await agent.arun(...))")

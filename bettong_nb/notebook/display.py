@@ -24,18 +24,18 @@ from ..results import ToolCall
 from ..sanitize import html_answer
 from ..terminal import args_preview, call_line
 from ..transcript_html import (
-    _BOX,
-    _DETAILS,
-    _ERROR,
-    _MUTED,
-    _PRE,
-    _PROSE,
-    _SUMMARY,
-    _TEXT,
+    BOX_STYLE,
+    DETAILS_STYLE,
+    ERROR_COLOUR,
+    MUTED_STYLE,
+    PRE_STYLE,
+    PROSE_STYLE,
     RESULT_PREVIEW_CHARS,
-    _answer_html,
-    _esc,
+    SUMMARY_STYLE,
+    TEXT_STYLE,
+    answer_html,
     css_id,
+    esc,
     result_html,
     session_html,
     tool_block,
@@ -57,8 +57,8 @@ def batch_text(results: Any) -> str:
 
 
 def batch_html(results: Any) -> str:
-    return (f'<div class="bettong-batch" style="{_BOX}">{_esc(batch_text(results))}'
-            f'<div style="{_MUTED}">results[i] is item i\'s RunResult; results.usage_frame() has one row per '
+    return (f'<div class="bettong-batch" style="{BOX_STYLE}">{esc(batch_text(results))}'
+            f'<div style="{MUTED_STYLE}">results[i] is item i\'s RunResult; results.usage_frame() has one row per '
             f'request</div></div>')
 
 
@@ -68,9 +68,9 @@ def answer_bundle(text: str, fmt: str = "markdown") -> dict:
     if fmt == "text":
         return {"text/plain": text}
     if fmt == "html":
-        return {"text/html": f'<div class="bettong-html-answer" style="{_PROSE}">{html_answer(text)}</div>',
+        return {"text/html": f'<div class="bettong-html-answer" style="{PROSE_STYLE}">{html_answer(text)}</div>',
                 "text/plain": text}
-    return {"text/html": _answer_html(text), "text/plain": text}
+    return {"text/html": answer_html(text), "text/plain": text}
 
 
 # --- live views -------------------------------------------------------------------------------
@@ -101,7 +101,7 @@ def decision_text(request: Any, line: str) -> str:
 def decisions_bundle(lines: list[str]) -> dict:
     """Records of decided prompts as plain HTML, which a saved notebook and nbconvert keep."""
     return {"text/plain": "\n".join(lines),
-            "text/html": "".join(f'<div class="bettong-decision" style="{_MUTED}">{_esc(line)}</div>' for line in lines)}
+            "text/html": "".join(f'<div class="bettong-decision" style="{MUTED_STYLE}">{esc(line)}</div>' for line in lines)}
 
 
 class PromptSlot:
@@ -255,18 +255,18 @@ class LiveView:
             if isinstance(item, ToolCall):
                 parts.append(tool_block(item, note=self.notes.get(item.id), decision=self.decisions.get(item.id)))
             elif item["kind"] == "text":
-                parts.append(_answer_html(item["text"]))
+                parts.append(answer_html(item["text"]))
             elif item["kind"] == "thinking":
-                parts.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">thinking</summary>'
-                             f'<pre style="{_PRE}">{_esc(item["text"])}</pre></details>')
+                parts.append(f'<details style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE}">thinking</summary>'
+                             f'<pre style="{PRE_STYLE}">{esc(item["text"])}</pre></details>')
             else:
-                parts.append(f'<div style="{_MUTED}">{_esc(item["text"])}</div>')
+                parts.append(f'<div style="{MUTED_STYLE}">{esc(item["text"])}</div>')
         if self.thinking:
-            parts.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">thinking…</summary>'
-                         f'<pre style="{_PRE}">{_esc(self.thinking)}</pre></details>')
+            parts.append(f'<details style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE}">thinking…</summary>'
+                         f'<pre style="{PRE_STYLE}">{esc(self.thinking)}</pre></details>')
         if self.status:
-            parts.append(f'<div class="bettong-status" style="{_MUTED}">{_esc(self.status)}</div>')
-        return f'<div class="bettong-live" style="{_BOX}">{"".join(parts)}</div>' if parts else ""
+            parts.append(f'<div class="bettong-status" style="{MUTED_STYLE}">{esc(self.status)}</div>')
+        return f'<div class="bettong-live" style="{BOX_STYLE}">{"".join(parts)}</div>' if parts else ""
 
     def activity_text(self) -> str:
         lines = []
@@ -281,7 +281,7 @@ class LiveView:
         if name == "activity":
             return {"text/html": self.activity_html(), "text/plain": self.activity_text()}
         if name == "answer":
-            body = f'<div class="bettong-answer" style="{_BOX};{_TEXT}">{_esc(self.current)}</div>'
+            body = f'<div class="bettong-answer" style="{BOX_STYLE};{TEXT_STYLE}">{esc(self.current)}</div>'
             return {"text/html": body if self.current else "", "text/plain": self.current}
         raise KeyError(name)
 
@@ -332,10 +332,10 @@ class LiveView:
             self._update("answer", answer or answer_bundle(result.output))
         elif result.why():
             why = result.answer_text()
-            self._update("answer", {"text/html": f'<div class="bettong-why" style="{_MUTED};color:{_ERROR};opacity:1">'
-                                                 f'{_esc(why)}</div>', "text/plain": why})
+            self._update("answer", {"text/html": f'<div class="bettong-why" style="{MUTED_STYLE};color:{ERROR_COLOUR};opacity:1">'
+                                                 f'{esc(why)}</div>', "text/plain": why})
         line = result.usage_line(self.prices)
-        self._update("footer", {"text/html": f'<div class="bettong-usage" style="{_MUTED}">{_esc(line)}</div>',
+        self._update("footer", {"text/html": f'<div class="bettong-usage" style="{MUTED_STYLE}">{esc(line)}</div>',
                                 "text/plain": line})
         self._closed = True
 
@@ -346,6 +346,6 @@ class LiveView:
         if self.current:  # what was streamed before the end stays readable
             self._update("answer", self._bundle("answer"))
         if message:
-            self._update("footer", {"text/html": f'<div class="bettong-error" style="{_MUTED};color:{_ERROR};'
-                                                 f'opacity:1">{_esc(message)}</div>', "text/plain": message})
+            self._update("footer", {"text/html": f'<div class="bettong-error" style="{MUTED_STYLE};color:{ERROR_COLOUR};'
+                                                 f'opacity:1">{esc(message)}</div>', "text/plain": message})
         self._closed = True
