@@ -29,6 +29,7 @@ import base64
 import binascii
 import contextvars
 import dataclasses
+import errno
 import json
 import math
 import os
@@ -207,7 +208,12 @@ def redacted_document(target: Any) -> dict:
 def write_text(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` to ``path`` whole or not at all (a crash mid-write leaves the old file)."""
     path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "Is a folder: name a file in it", str(path))
+    try:
+        handle, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:  # said of the user's path, not of the temporary file beside it
+        raise type(error)(error.errno, error.strerror, str(path)) from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)

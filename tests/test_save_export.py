@@ -540,3 +540,15 @@ def test_print_and_every_export_show_the_cost_the_ledger_prices(tmp_path):
     for suffix in (".md", ".ipynb"):
         text = chat.export(tmp_path / f"chat{suffix}").read_text()
         assert first.usage_line().replace("(", "").split("· ")[-1] in text.replace("\\", ""), suffix
+
+
+@pytest.mark.parametrize("where", ["missing/folder/chat.json", "."])
+def test_a_save_that_cannot_be_written_names_the_path_given(tmp_path, monkeypatch, where):
+    """Not the temporary file a save writes first, and none left behind."""
+    monkeypatch.chdir(tmp_path)
+    chat = bettong_nb.agent(provider=Scripted(["a"])).session()
+    chat.run("x")
+    with pytest.raises(OSError) as caught:
+        chat.save(where)
+    assert caught.value.filename == where and ".tmp" not in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
