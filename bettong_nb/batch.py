@@ -28,7 +28,7 @@ from .results import Ledger, RunResult
 from .structured import Shape
 
 __all__ = ["Batch", "amap", "amap_frame", "map_frame", "map_prompts", "Progress", "install_progress", "tally",
-           "check_columns", "PromptTemplate", "answer_column"]
+           "check_columns", "PromptTemplate", "answer_column", "fill_answers"]
 
 
 class Batch(list, Ledger):
@@ -256,27 +256,35 @@ def check_columns(existing: Any, columns: list[tuple[str | None, Any]], output: 
 
 def _fill_typed(out: Any, shape: Shape, results: Batch, output: str) -> None:
     """One typed column per field of each row's ``data`` (a non-object answer in column
-    ``output``); a failed row has NA in every field and its reason in ``error``. A value its
-    column cannot hold (an integer beyond Int64) fails its row only, saying so."""
-    import pandas as pd
-
+    ``output``); a failed row has NA in every field and its reason in ``error``."""
     cells = [shape.row(r.data) if r.done else None for r in results]
     reasons = [None if r.done else (r.reason or r.stop_reason or "not done") for r in results]
-    columns = shape.columns()
+    fill_answers(out, shape.columns(), cells, reasons, output)
+
+
+def fill_answers(out: Any, columns: list[tuple[str | None, Mapping[str, Any]]], cells: list[Mapping | None],
+                 reasons: list[str | None], output: str) -> None:
+    """The answer's columns (a field named None is column ``output``) and ``error`` on ``out``:
+    ``cells`` holds each row's values by field, None for a row that failed (its reason in
+    ``reasons``). A value its column cannot hold (an integer beyond Int64) fails its row only,
+    saying so. Both map_frame paths fill their frames here."""
+    import pandas as pd
+
+    cells, reasons = list(cells), list(reasons)
     for name, schema in columns:
         try:
-            answer_column([row[name] if row is not None else None for row in cells], schema, out.index)
+            answer_column([row.get(name) if row is not None else None for row in cells], schema, out.index)
             continue
         except (TypeError, ValueError, OverflowError):  # find the rows whose value it is
             pass
         for i, row in enumerate(cells):
             try:
-                answer_column([row[name] if row is not None else None], schema, None)
+                answer_column([row.get(name) if row is not None else None], schema, None)
             except (TypeError, ValueError, OverflowError) as exc:
                 cells[i] = None
-                reasons[i] = f"{name or output}: {row[name]!r} does not fit the column ({exc})"
+                reasons[i] = f"{name or output}: {row.get(name)!r} does not fit the column ({exc})"
     for name, schema in columns:
-        values = [row[name] if row is not None else None for row in cells]
+        values = [row.get(name) if row is not None else None for row in cells]
         out[output if name is None else name] = answer_column(values, schema, out.index)
     out["error"] = pd.Series(reasons, index=out.index, dtype="string")
 

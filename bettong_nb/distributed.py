@@ -46,7 +46,7 @@ from typing import Any, AsyncIterator, Mapping
 
 from . import budget, http
 from ._sync import run_sync
-from .batch import PromptTemplate, amap, answer_column, check_columns
+from .batch import PromptTemplate, amap, check_columns, fill_answers
 from .usage import ZERO, RequestRecord, Usage
 
 __all__ = ["map_frame", "batch_usage", "SYNC_S", "BATCH_ATTR"]
@@ -150,13 +150,11 @@ def _columns(output_type: Any) -> list[tuple[str | None, dict]]:
 def _filled(part: Any, rows: list[dict], plan: _Plan):
     """``part`` with the answer's column(s) and ``error`` from the rows' records, in order: a
     text answer as a string column, a typed one a column per field (batch's own dtypes)."""
-    import pandas as pd
-
     out = part.copy()
-    for name, schema in _columns(plan.output_type):
-        values = [(row["cells"] or {}).get(name or "") for row in rows]
-        out[plan.output if name is None else name] = answer_column(values, schema, part.index)
-    out["error"] = pd.Series([row["error"] for row in rows], index=part.index, dtype="string")
+    # a record keys the single answer column "" (JSON has no None key)
+    cells = [None if row["cells"] is None else {name or None: value for name, value in row["cells"].items()}
+             for row in rows]
+    fill_answers(out, _columns(plan.output_type), cells, [row["error"] for row in rows], plan.output)
     out.attrs[BATCH_ATTR] = {"id": plan.batch, "partitions": plan.partitions}
     return out
 

@@ -173,7 +173,8 @@ def test_a_typed_answer_gets_a_column_per_field_and_na_where_a_row_failed(cluste
         if prompt.endswith("row 7"):
             return Reply.json({"error": {"message": "no"}}, status=400)
         number = int(prompt.rsplit(" ", 1)[1])
-        answer = {"sentiment": "positive" if number % 2 else "negative", "stars": number % 5}
+        stars = 10**20 if number == 9 else number % 5  # valid JSON, an int no Int64 column holds
+        answer = {"sentiment": "positive" if number % 2 else "negative", "stars": stars}
         return Reply.json(chat_message(json.dumps(answer)))
 
     with LoopbackServer(handle) as server:
@@ -181,6 +182,8 @@ def test_a_typed_answer_gets_a_column_per_field_and_na_where_a_row_failed(cluste
         out = lazy.compute()
     assert out.dtypes.equals(lazy.dtypes)
     assert str(out["stars"].dtype) == "Int64" and list(out["sentiment"].cat.categories) == ["positive", "negative"]
-    ok = out.drop(index=7)
-    assert list(ok["stars"]) == [i % 5 for i in range(40) if i != 7] and ok["error"].isna().all()
+    ok = out.drop(index=[7, 9])
+    assert list(ok["stars"]) == [i % 5 for i in range(40) if i not in (7, 9)] and ok["error"].isna().all()
     assert out.loc[7, ["sentiment", "stars"]].isna().all() and "HTTP 400" in out.loc[7, "error"]
+    # the row whose value does not fit fails alone, saying so; the rest of its partition is kept
+    assert out.loc[9, ["sentiment", "stars"]].isna().all() and "does not fit the column" in out.loc[9, "error"]
