@@ -454,10 +454,42 @@ PROC_PROBES = {
         print("hits", hits)
         """) + "PY",
 }
-# Run only inside namespaces: as root beside the kernel it would unmount the machine's /proc.
-UNMOUNT_PROBE = {"after umount, base64": (
-    "umount /proc 2>/dev/null || umount -l /proc 2>/dev/null; cat /proc/[0-9]*/environ 2>/dev/null"
-    " | tr '\\0' '\\n' | grep -a -e KEY -e PASSWORD | base64 -w0")}
+# Every way to undo the namespaces' /proc: run only inside them (as root beside the kernel they
+# would unmount the machine's /proc). Each prints what it finds of the kernel's environment
+# and of its command line, where a PLANTED token sits, as base64.
+_FOUND = " 2>/dev/null | tr '\\0' '\\n' | grep -a -e KEY -e PASSWORD -e PLANTED | base64 -w0"
+_EVERY = "cat {d}/[0-9]*/environ {d}/[0-9]*/cmdline {d}/[0-9]*/task/*/environ"
+_NESTED = "python3 - <<'PY'\n" + textwrap.dedent("""\
+    import ctypes, glob, os, tempfile
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.unshare(0x10000000 | 0x00020000)  # a user and mount namespace of its own, all capabilities in it
+    for flags in (0, 2):
+        libc.umount2(b"/proc", flags)
+    where = tempfile.mkdtemp()
+    libc.mount(b"proc", where.encode(), b"proc", 0, None)
+    libc.mount(b"/", where.encode(), None, 4096 | 16384, None)  # MS_BIND | MS_REC
+    for path in glob.glob("/proc/[0-9]*/*") + glob.glob(where + "/**/[0-9]*/*"):
+        if path.endswith(("/environ", "/cmdline")):
+            try:
+                print(open(path, "rb").read().replace(b"\\0", b"\\n").decode(errors="replace"))
+            except OSError:
+                pass
+    """) + "PY"
+UNDO_PROBES = {
+    "umount": "umount /proc 2>/dev/null; umount -l /proc 2>/dev/null; " + _EVERY.format(d="/proc") + _FOUND,
+    "remount private": ("mount --make-rprivate / 2>/dev/null; mount --make-private /proc 2>/dev/null; "
+                        "umount -l /proc 2>/dev/null; " + _EVERY.format(d="/proc") + _FOUND),
+    "proc elsewhere": ('d=$(mktemp -d); mount -t proc proc "$d" 2>/dev/null; ' + _EVERY.format(d='"$d"') + _FOUND),
+    "nsenter": "nsenter -t 1 -a sh -c 'umount -l /proc; " + _EVERY.format(d="/proc") + "'" + _FOUND,
+    "unshare -r": "unshare -r -m sh -c 'umount -l /proc; " + _EVERY.format(d="/proc") + "'" + _FOUND,
+    "unshare --user": "unshare --user --mount sh -c 'umount -l /proc; " + _EVERY.format(d="/proc") + "'" + _FOUND,
+    "unshare, new proc": ("unshare -r -m -p -f --mount-proc sh -c 'umount /proc; umount /proc; "
+                          + _EVERY.format(d="/proc") + "'" + _FOUND),
+    "chroot": "chroot /proc/1/root sh -c 'umount -l /proc; " + _EVERY.format(d="/proc") + "'" + _FOUND,
+    "pivot_root": ("unshare -m sh -c 'mount --bind / /mnt && cd /mnt && pivot_root . mnt && umount -l /mnt/proc; "
+                   + _EVERY.format(d="/mnt/proc") + "'" + _FOUND),
+    "nested namespaces in-process": _NESTED + _FOUND,
+}
 KERNEL = """
 import asyncio, json, os, sys
 from bettong_nb import secrets
@@ -474,14 +506,23 @@ print(json.dumps(asyncio.run(main())))
 """
 
 
-def _kernel_sees(isolate: bool, secret_values: dict[str, str]) -> dict[str, str]:
+def _kernel_sees(isolate: bool, secret_values: dict[str, str], probes: dict[str, str],
+                 planted: str = "PLANTED") -> dict[str, str]:
+    """Run ``probes`` from a kernel whose environment holds ``secret_values`` and whose command
+    line, and its parent's, hold ``planted``."""
     env = {**os.environ, **secret_values, "PYTHONPATH": str(Path(__file__).parent.parent)}
     needle = secret_values["DEEPSEEK_API_KEY"][:20]
-    probes = {**PROC_PROBES, **(UNMOUNT_PROBE if isolate and isolation() != "none" else {})}
-    done = subprocess.run([sys.executable, "-c", KERNEL, "1" if isolate else "0", json.dumps(probes), needle],
-                          env=env, capture_output=True, text=True, timeout=120)
+    kernel = [sys.executable, "-c", KERNEL, "1" if isolate else "0", json.dumps(probes), needle, planted]
+    done = subprocess.run(["bash", "-c", '"$@"; exit $?', planted, *kernel],
+                          env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def _random_secrets() -> dict[str, str]:
+    rng = random.SystemRandom()
+    return {"DEEPSEEK_API_KEY": "sk-" + "".join(rng.choices(string.ascii_letters + string.digits, k=40)),
+            "MY_PASSWORD": "pw-" + "".join(rng.choices(string.ascii_letters + string.digits, k=24))}
 
 
 def _decodings(text: str) -> list[bytes]:
@@ -503,23 +544,36 @@ def _leaks(seen: dict[str, str], values: list[str]) -> dict[str, str]:
 
 
 def test_a_command_cannot_read_the_kernels_secrets_from_proc():
-    rng = random.SystemRandom()
-    values = {"DEEPSEEK_API_KEY": "sk-" + "".join(rng.choices(string.ascii_letters + string.digits, k=40)),
-              "MY_PASSWORD": "pw-" + "".join(rng.choices(string.ascii_letters + string.digits, k=24))}
-    kind = isolation()
-    isolated = _kernel_sees(True, values)
+    values = _random_secrets()
+    isolated = _kernel_sees(True, values, PROC_PROBES)
     assert all(text.startswith("exit ") for text in isolated.values()), isolated
-    leaks = _leaks(isolated, list(values.values()))
-    if kind == "namespaces":
-        assert leaks == {}
-    elif kind == "pid namespace":  # root without user namespaces: only unmounting /proc reaches them
-        assert set(leaks) <= {"after umount, base64", "mem"}
+    if isolation() != "none":
+        assert _leaks(isolated, list(values.values())) == {}
     # beside the kernel, root reads anything; another user is stopped by the non-dumpable mark
-    beside = _leaks(_kernel_sees(False, values), list(values.values()))
+    beside = _leaks(_kernel_sees(False, values, PROC_PROBES), list(values.values()))
     if os.geteuid() == 0:
         assert {"ppid environ", "pid environ", "every environ, base64", "every environ, hex", "mem"} <= set(beside)
     else:
         assert not {"ppid environ", "pid environ", "mem"} & set(beside)
+
+
+@pytest.fixture(scope="module")
+def undone():
+    """What each way of undoing the namespaces found, run once from one planted kernel."""
+    if isolation() == "none":
+        pytest.skip("no namespaces here")
+    values = _random_secrets()
+    planted = "PLANTED" + uuid.uuid4().hex
+    return _kernel_sees(True, values, UNDO_PROBES, planted), [*values.values(), planted]
+
+
+@pytest.mark.parametrize("probe", UNDO_PROBES)
+def test_a_command_cannot_undo_its_namespaces(undone, probe):
+    """Not as root in its namespaces: it holds no capabilities there, and the mounts of any
+    namespace it makes inside are locked."""
+    seen, values = undone
+    assert seen[probe].startswith("exit "), seen[probe]
+    assert _leaks({probe: seen[probe]}, values) == {}, seen[probe]
 
 
 def test_the_python_process_is_marked_non_dumpable():

@@ -2,10 +2,14 @@
 
     finished, code, text = await run("make test", cwd="/work", env=env, timeout=60, limit=20000)
 
-Where the OS allows it (Linux with ``unshare`` and user namespaces, which an unprivileged user
-usually has, and root too), the command runs in its own user, PID and mount namespaces, under a
-small init (GNU ``timeout`` with no limit) that is PID 1 there: it sees a ``/proc`` of its own
-processes only — not the kernel's, so not its ``environ``, ``cmdline`` or ``mem`` — and when
+Where the OS allows it (Linux with util-linux's ``unshare`` and ``setpriv`` and user namespaces,
+which an unprivileged user usually has, and root too), the command runs in its own user, PID and
+mount namespaces, under a small init (GNU ``timeout`` with no limit) that is PID 1 there: it sees
+a ``/proc`` of its own processes only — not the kernel's, so not its ``environ``, ``cmdline`` or
+``mem``. Everything in the namespace runs without capabilities (an empty bounding set, none
+inheritable or ambient, ``no_new_privs``), so the command cannot undo that: root there cannot
+``umount /proc`` (under it lies the host's), mount another one, remount, ``nsenter`` or
+``chroot``, and a user namespace it makes inside gets the mounts locked. And when
 bash returns, that init exits and the kernel kills everything left in the namespace, whatever
 it did to detach (``setsid``, ``nohup``, ``disown``, double forks, ``set -m``). Elsewhere every descendant is
 tracked by its session, its parent chain and a marker in its environment, in a walk of /proc
@@ -46,6 +50,11 @@ _MARKER = "BETTONG_SHELL_CALL"  # in the environment of every descendant, when n
 # (dash does even then, so not dash).
 _INITS = (["timeout", "--foreground", "0", "bash", "-c"],
           ["bash", "-c", 'exec 2>/dev/null; bash -c "$1" 2>&1; exit $?', "init"])
+# Run inside the namespaces, after unshare has mounted their /proc: from here on no process
+# there holds a capability or can gain one (a setuid file included), so none can unmount that
+# /proc and read the host's beneath it. Without setpriv there are no namespaces at all: ones the
+# command could undo would only look like isolation.
+_POWERLESS = ["setpriv", "--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"]
 
 
 # --- isolation ------------------------------------------------------------------------------------
@@ -56,7 +65,8 @@ _probed: dict[str, list[str] | None] = {}
 
 def isolation() -> list[str] | None:
     """The argv that runs a command (appended to it) in new namespaces here, or None. Probed
-    once: user + PID + mount namespaces, or, for root where user namespaces are off, PID + mount."""
+    once: user + PID + mount namespaces, or, for root where user namespaces are off, PID + mount;
+    either way with every capability dropped once /proc is mounted."""
     with _probe_lock:
         if "prefix" not in _probed:
             _probed["prefix"] = _probe()
@@ -70,7 +80,7 @@ def _probe() -> list[str] | None:
     candidates = [["unshare", "--user", f"--map-user={os.getuid()}", f"--map-group={os.getgid()}", *common]]
     if os.geteuid() == 0:
         candidates.append(["unshare", *common])
-    for prefix in ([*namespaces, "--", *init] for namespaces in candidates for init in _INITS):
+    for prefix in ([*namespaces, "--", *_POWERLESS, *init] for namespaces in candidates for init in _INITS):
         try:
             probe = subprocess.run([*prefix, "kill -TERM $$"], stdin=subprocess.DEVNULL, capture_output=True,
                                    timeout=10)

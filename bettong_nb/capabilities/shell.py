@@ -11,17 +11,19 @@ and the rest from the end, with a note of how much was cut) — redacted *before
 a secret astride the cut is redacted whole. It is read in bounded memory: a command that
 prints gigabytes is drained until it finishes or times out, keeping only a head and a tail.
 
-**Processes.** Where the OS allows it (Linux with ``unshare`` and user namespaces, as an
-ordinary user or as root), each command runs in its own user, PID and mount namespaces
-(``isolate=True``, the default): it sees only its own processes in ``/proc``, so it cannot
-read the Python process's (or any ancestor's) ``environ``, ``cmdline`` or ``mem``, where
-credentials stripped from its own environment still sit; and when bash returns or overruns
-``timeout``, everything it started dies with the namespace, however it detached (``setsid``,
-``nohup``, ``disown``, double forks, ``set -m``). The price: ``ps`` shows only the command's
-own processes, it cannot signal others, setuid programs (``sudo``) gain nothing, and as root
-it is root only inside the namespace (it cannot mount, load modules, bind ports below 1024 or
-act on files of users other than root). ``isolate=False`` runs commands beside the kernel:
-every descendant is then tracked by its session, parent and a marker in its environment, and
+**Processes.** Where the OS allows it (Linux with util-linux's ``unshare`` and ``setpriv`` and
+user namespaces, as an ordinary user or as root), each command runs in its own user, PID and
+mount namespaces (``isolate=True``, the default), with every capability dropped: it sees only
+its own processes in ``/proc`` and cannot undo that (``umount /proc``, a new proc mount,
+``nsenter``, a nested ``unshare``, ``chroot`` all fail), so it cannot read the Python process's
+(or any ancestor's) ``environ``, ``cmdline`` or ``mem``, where credentials stripped from its own
+environment still sit; and when bash returns or overruns ``timeout``, everything it started
+dies with the namespace, however it detached (``setsid``, ``nohup``, ``disown``, double forks,
+``set -m``). The price: ``ps`` shows only the command's own processes, it cannot signal others,
+setuid programs (``sudo``) gain nothing, and root is root in name only: it holds no capability
+(it cannot mount, load modules, bind ports below 1024 or override file permissions: it reads and
+writes what user 0 owns, or what the mode lets anyone). ``isolate=False`` runs commands beside
+the kernel: every descendant is then tracked by its session, parent and a marker in its environment, and
 killed. Without namespaces (macOS, containers that forbid ``unshare``, ``isolate=False``) a
 command *can* read the environment of the kernel's ancestors and, as root, of the kernel; the
 Python process is marked non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``), which stops a command
@@ -90,8 +92,8 @@ _ALLOWLIST = "this shell only runs commands matching its allowlist"
 
 def isolation() -> str:
     """How commands are kept apart from this process here: ``"namespaces"`` (user, PID and
-    mount), ``"pid namespace"`` (root where user namespaces are off: a root command could
-    unmount its /proc and see the host's) or ``"none"``."""
+    mount), ``"pid namespace"`` (PID and mount, for root where user namespaces are off) or
+    ``"none"``. In namespaces a command holds no capabilities, so it cannot undo them."""
     return isolation_kind()
 
 
