@@ -420,6 +420,29 @@ def test_secret_named_variables_are_stripped_from_the_child(monkeypatch):
     assert "tok-1234567890" not in run(shell(strip_secrets=False), "env")
 
 
+# Spellings of a variable that redaction cannot follow: the variable must not be there at all.
+SPELLINGS = ["echo $V", "echo $V | rev", "echo ${V#*:*:}", "echo $V | tr ':' ' '", "echo ${V:0:25}; echo ${V:25}",
+             "echo $V | base64", "echo $V | xxd -p", "echo $V | sed 's/./& /g'", "printenv V | cut -c20-", "env"]
+VALUE_SECRETS = {  # (value, the secret in it)
+    "url password": ("postgres://admin:Zq9vXw2Lm4Np7Rt1@db.example:5432/x", "Zq9vXw2Lm4Np7Rt1"),
+    "url token": ("https://Zq9vXw2Lm4Np7Rt1Yh@git.example/x.git", "Zq9vXw2Lm4Np7Rt1Yh"),
+    "token shape": ("--header=ghp_" + "Zq9vXw2Lm4Np7Rt1" * 2 + "ab", "Zq9vXw2Lm4Np7Rt1" * 2),
+}
+
+
+@pytest.mark.parametrize("secret", VALUE_SECRETS)
+@pytest.mark.parametrize("command", SPELLINGS)
+def test_a_variable_whose_value_holds_a_credential_is_stripped(monkeypatch, secret, command):
+    value, hidden = VALUE_SECRETS[secret]
+    monkeypatch.setenv("V", value)  # not a credential-like name
+    monkeypatch.setenv("BETTONG_PLAIN_URL", "https://example.org/x")
+    with secrets.revealed():
+        text = direct(shell(), command + "; echo done; printenv BETTONG_PLAIN_URL")
+    flat = re.sub(r"\s", "", text)
+    assert not any(part in flat or part[::-1] in flat for part in (hidden[:8], hidden[-8:])), text
+    assert text.endswith("done\nhttps://example.org/x"), text
+
+
 # A "kernel" started with secrets in its environment runs these through the shell tool, with
 # redaction off, and prints what came back: the only defence tested is that the command
 # cannot read them. {pid} is the kernel's pid, {needle} the start of the API key.

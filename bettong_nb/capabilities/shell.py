@@ -29,8 +29,12 @@ command *can* read the environment of the kernel's ancestors and, as root, of th
 Python process is marked non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``), which stops a command
 of the same non-root user from reading its ``/proc`` entries (measured) but not root.
 :func:`isolation` says which applies here, and the capability's instructions tell the model.
-With ``strip_secrets`` (the default) credential-named variables are removed from the child's
-environment. ``root`` confines only the starting directory, not what the command can reach.
+With ``strip_secrets`` (the default) the child's environment keeps every variable but those
+that hold a credential (:func:`~bettong_nb.secrets.stripped_env`): a credential-like name
+(``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*AUTH*``, …), or a value holding a URL
+password (``DATABASE_URL=postgres://u:pw@db``), a known token shape (``sk-…``, ``ghp_…``,
+``AKIA…``, a JWT, a PEM key) or a value redaction hides — removed, not redacted, since a
+command can print a value in any spelling (``rev``, ``${URL#*:*:}``, a few characters at a time). ``root`` confines only the starting directory, not what the command can reach.
 
 **Policy.** Each command is parsed as bash (quotes, escapes, ``$(…)``, backticks, ``<(…)``,
 here-documents, subshells, groups, loops, functions, …) into the simple commands it runs,
