@@ -23,8 +23,13 @@ dies with the namespace, however it detached (``setsid``, ``nohup``, ``disown``,
 setuid programs (``sudo``) gain nothing, and root is root in name only: it holds no capability
 (it cannot mount, load modules, bind ports below 1024 or override file permissions: it reads and
 writes what user 0 owns, or what the mode lets anyone). ``isolate=False`` runs commands beside
-the kernel: every descendant is then tracked by its session, parent and a marker in its environment, and
-killed. Without namespaces (macOS, containers that forbid ``unshare``, ``isolate=False``) a
+the kernel. Each then runs in a cgroup (v2) of its own where this process may make one below its
+own cgroup (root, or a systemd-delegated user slice), and everything left in it is killed, however
+it detached; only a process allowed to move itself to another cgroup (root) escapes that.
+Without such a cgroup every descendant is tracked by its session, parent and a marker in its
+environment, and killed: a process that clears its environment *and* leaves the session and
+its parent (``env -i setsid -f cmd``, an ``env -i`` double fork with ``setsid``) is not found
+and outlives the call. Without namespaces (macOS, containers that forbid ``unshare``, ``isolate=False``) a
 command *can* read the environment of the kernel's ancestors and, as root, of the kernel; the
 Python process is marked non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``), which stops a command
 of the same non-root user from reading its ``/proc`` entries (measured) but not root.
@@ -34,7 +39,8 @@ that hold a credential (:func:`~bettong_nb.secrets.stripped_env`): a credential-
 (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*AUTH*``, …), or a value holding a URL
 password (``DATABASE_URL=postgres://u:pw@db``), a known token shape (``sk-…``, ``ghp_…``,
 ``AKIA…``, a JWT, a PEM key) or a value redaction hides — removed, not redacted, since a
-command can print a value in any spelling (``rev``, ``${URL#*:*:}``, a few characters at a time). ``root`` confines only the starting directory, not what the command can reach.
+command can print a value in any spelling (``rev``, ``${URL#*:*:}``, a few characters at a
+time). ``root`` confines only the starting directory, not what the command can reach.
 
 **Policy.** Each command is parsed as bash (quotes, escapes, ``$(…)``, backticks, ``<(…)``,
 here-documents, subshells, groups, loops, functions, …) into the simple commands it runs,
