@@ -185,6 +185,16 @@ def test_the_home_directory_is_protected_however_it_is_written(monkeypatch, tmp_
     assert cap.refusal("rm -rf ~/build") is None
 
 
+HOME_OPERATORS = json.loads((CORPORA / "shell_home.json").read_text())
+
+
+@pytest.mark.parametrize("command, reason", [*HOME_OPERATORS["refused"], *((c, None) for c, _ in HOME_OPERATORS["allowed"])],
+                         ids=lambda v: repr(v)[:60])
+def test_bashs_operators_on_the_home_directory_are_evaluated(monkeypatch, tmp_path, command, reason):
+    monkeypatch.setenv("HOME", HOME_OPERATORS["home"])
+    assert shell(root=tmp_path).refusal(command) == reason
+
+
 def test_a_refusal_reaches_the_model_and_nothing_runs(tmp_path):
     flag = tmp_path / "ran"
     text = run(shell(root=tmp_path), f"touch {flag}; rm -rf /")

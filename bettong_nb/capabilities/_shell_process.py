@@ -303,6 +303,18 @@ async def run(command: str, *, cwd: str, env: dict[str, str], timeout: float, li
     return finished, -1 if code is None else code, output.value()
 
 
+def _signal_each(pids, sig: int) -> bool:
+    """Signal each of ``pids``; False if none was alive."""
+    found = False
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+            found = True
+        except ProcessLookupError:
+            pass
+    return found
+
+
 def _signal_group(pgid: int, sig: int) -> bool:
     """Signal a process group; False when nothing is left in it."""
     try:
@@ -344,14 +356,7 @@ class _Cgroup:
         pass
 
     def signal_all(self, sig: int) -> bool:
-        found = False
-        for pid in self._pids():
-            try:
-                os.kill(pid, sig)
-                found = True
-            except ProcessLookupError:
-                pass
-        return found
+        return _signal_each(self._pids(), sig)
 
     def kill_all(self, rounds: int = 200) -> None:
         try:
@@ -457,19 +462,16 @@ class _Tracker:
                 return
 
     def signal_all(self, sig: int) -> bool:
-        """One walk of /proc, signalling every live member found; False if there was none."""
-        found = False
+        """One walk of /proc, signalling every live member as it is found; False if there was none."""
+        return _signal_each(self._members(), sig)
+
+    def _members(self):
         for pid, ppid, session, state in _processes(self.since, self.first_pid):
             if pid == os.getpid() or state in "ZX":
                 continue
             if session == self.sid or ppid in self.family or pid in self.family or self._marked(pid):
                 self.family.add(pid)
-                try:
-                    os.kill(pid, sig)
-                    found = True
-                except ProcessLookupError:
-                    pass
-        return found
+                yield pid
 
     def _marked(self, pid: int) -> bool:
         try:

@@ -64,15 +64,25 @@ including those that wrappers run for it (``sudo``, ``env``, ``xargs``, ``find -
 * The defaults (:data:`DEFAULT_DENY`, a seatbelt, not a sandbox) refuse a few catastrophic
   mistakes, whatever the spelling: recursive deletes of ``/``, ``~``, a home or top-level system
   directory, or everything in one (``rm -rf /usr/../usr``, ``//``, ``/*/``, ``/?*``, ``/{bin,usr}``,
-  ``$HOME``, ``--no-preserve-root``, ``find / -delete``, ``cd / && rm -rf *``); ``mkfs*``,
-  ``wipefs`` and the like on a device; writing to a disk device (``dd of=``, redirections,
+  ``$HOME``, ``${HOME%/*}``, ``${x:-/}``, ``/proc/self/root/usr``, ``--no-preserve-root``,
+  ``find / -delete``, ``find / -name '*' -delete``, ``xargs rm -rf <<< /``, ``cd / && rm -rf *``);
+  ``mkfs*``, ``wipefs``, partition editors (``sgdisk``, ``sfdisk``, ``parted``, ``fdisk``, unless
+  they only list) and the like on a device; writing to a disk device (``dd of=``, redirections,
   ``tee``, ``cp`` onto ``/dev/sd*``, ``/dev/nvme*``, ``/dev/disk/by-id/…``, ``/dev/mapper/…``);
   ``shutdown``/``reboot``/``halt``/``systemctl poweroff``/``kill -9 -1``/``/proc/sysrq-trigger``;
   fork bombs (a function that runs itself in a pipeline, the background or a subshell, whatever
   its name; an endless loop of background jobs); running a download (``curl … | sh``,
-  ``bash <(curl …)``, ``sh -c "$(curl …)"``, ``curl -o x.sh … && sh x.sh``); ``chmod`` making
+  ``bash <(curl …)``, ``sh -c "$(curl …)"``, ``curl -o x.sh … && sh x.sh``, ``bash /dev/stdin``,
+  ``source /dev/stdin``, ``> >(sh)``, ``tee >(sh)``, ``xargs -0 bash -c``); ``chmod`` making
   those directories world-writable, and recursive ``chmod``/``chown``/``chgrp`` of them.
-  Variables other than ``HOME``, functions that take their targets as arguments, ``eval`` of
+  Bash's operators on ``HOME``, ``PWD`` and ``USER`` are evaluated (``${HOME:?}``, ``${HOME%/*}``,
+  ``${PWD:0:5}``), an unknown variable's default counts (``${x:-/}``), ``/proc/<pid>/root/`` is
+  ``/``, and what the seatbelt cannot read where a rule looks is refused, never taken for "no
+  paths": a brace expansion too large to list (but a group of plain names stands as ``*``), an
+  operator it does not evaluate, ``$OLDPWD``, a path through another process's cwd or an open
+  descriptor (``/dev/fd/3/usr``). ``find`` narrows only by a test that can be false and is not
+  negated (``-name '*'``, ``! -name x`` and tests in another ``-o`` branch narrow nothing).
+  Variables other than those, functions that take their targets as arguments, ``eval`` of
   computed text, base64, and programs that act through their own languages (``python -c``)
   walk past it. A quoted argument that reads like a command line is checked as one too, since
   ``ssh``, ``docker exec`` and so many others run theirs: ``echo "rm -rf /"`` is refused, a known
