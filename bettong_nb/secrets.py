@@ -159,9 +159,16 @@ def credential_values(env: Mapping[str, str] | None = None) -> list[str]:
 
 
 def stripped_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A child-process environment without the credential-named variables."""
+    """A child-process environment without the variables that hold a credential: those with a
+    credential-like name (:func:`is_credential_name`), and those whose *value* holds one — the
+    password in a URL (``DATABASE_URL=postgres://admin:pw@db/x``), a known token shape, or any
+    form of a value :func:`redact` hides (a credential-named variable's, a held key). Redacting
+    the child's output is not enough for those: it can print a value in spellings redaction
+    does not know (reversed, a few characters at a time, ``${URL#*:*:}``)."""
     env = os.environ if env is None else env
-    return {k: v for k, v in env.items() if not is_credential_name(k)}
+    matcher = _matcher(_values(()))  # whether or not this context redacts: the child can print it anywhere
+    return {k: v for k, v in env.items()
+            if not is_credential_name(k) and not matcher.spans(v.encode("utf-8", "surrogatepass"))}
 
 
 def values_held_by(holders: Iterable[object]) -> list[str]:

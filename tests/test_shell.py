@@ -23,6 +23,7 @@ import pytest
 import bettong_nb
 from bettong_nb import secrets
 from bettong_nb.capabilities._shell_process import Output as _Output
+from bettong_nb.capabilities._shell_process import _cgroups
 from bettong_nb.capabilities._shell_reading import read
 from bettong_nb.capabilities.shell import DEFAULT_DENY, Shell, isolation, shell
 from bettong_nb.capability import invoke, registry, schemas
@@ -182,6 +183,16 @@ def test_the_home_directory_is_protected_however_it_is_written(monkeypatch, tmp_
         assert cap.refusal(f"rm -rf {spelling}") == "recursive delete of /", spelling
     assert cap.refusal(f"rm -rf {tmp_path}/people") is None
     assert cap.refusal("rm -rf ~/build") is None
+
+
+HOME_OPERATORS = json.loads((CORPORA / "shell_home.json").read_text())
+
+
+@pytest.mark.parametrize("command, reason", [*HOME_OPERATORS["refused"], *((c, None) for c, _ in HOME_OPERATORS["allowed"])],
+                         ids=lambda v: repr(v)[:60])
+def test_bashs_operators_on_the_home_directory_are_evaluated(monkeypatch, tmp_path, command, reason):
+    monkeypatch.setenv("HOME", HOME_OPERATORS["home"])
+    assert shell(root=tmp_path).refusal(command) == reason
 
 
 def test_a_refusal_reaches_the_model_and_nothing_runs(tmp_path):
@@ -420,6 +431,29 @@ def test_secret_named_variables_are_stripped_from_the_child(monkeypatch):
     assert "tok-1234567890" not in run(shell(strip_secrets=False), "env")
 
 
+# Spellings of a variable that redaction cannot follow: the variable must not be there at all.
+SPELLINGS = ["echo $V", "echo $V | rev", "echo ${V#*:*:}", "echo $V | tr ':' ' '", "echo ${V:0:25}; echo ${V:25}",
+             "echo $V | base64", "echo $V | xxd -p", "echo $V | sed 's/./& /g'", "printenv V | cut -c20-", "env"]
+VALUE_SECRETS = {  # (value, the secret in it)
+    "url password": ("postgres://admin:Zq9vXw2Lm4Np7Rt1@db.example:5432/x", "Zq9vXw2Lm4Np7Rt1"),
+    "url token": ("https://Zq9vXw2Lm4Np7Rt1Yh@git.example/x.git", "Zq9vXw2Lm4Np7Rt1Yh"),
+    "token shape": ("--header=ghp_" + "Zq9vXw2Lm4Np7Rt1" * 2 + "ab", "Zq9vXw2Lm4Np7Rt1" * 2),
+}
+
+
+@pytest.mark.parametrize("secret", VALUE_SECRETS)
+@pytest.mark.parametrize("command", SPELLINGS)
+def test_a_variable_whose_value_holds_a_credential_is_stripped(monkeypatch, secret, command):
+    value, hidden = VALUE_SECRETS[secret]
+    monkeypatch.setenv("V", value)  # not a credential-like name
+    monkeypatch.setenv("BETTONG_PLAIN_URL", "https://example.org/x")
+    with secrets.revealed():
+        text = direct(shell(), command + "; echo done; printenv BETTONG_PLAIN_URL")
+    flat = re.sub(r"\s", "", text)
+    assert not any(part in flat or part[::-1] in flat for part in (hidden[:8], hidden[-8:])), text
+    assert text.endswith("done\nhttps://example.org/x"), text
+
+
 # A "kernel" started with secrets in its environment runs these through the shell tool, with
 # redaction off, and prints what came back: the only defence tested is that the command
 # cannot read them. {pid} is the kernel's pid, {needle} the start of the API key.
@@ -454,10 +488,42 @@ PROC_PROBES = {
         print("hits", hits)
         """) + "PY",
 }
-# Run only inside namespaces: as root beside the kernel it would unmount the machine's /proc.
-UNMOUNT_PROBE = {"after umount, base64": (
-    "umount /proc 2>/dev/null || umount -l /proc 2>/dev/null; cat /proc/[0-9]*/environ 2>/dev/null"
-    " | tr '\\0' '\\n' | grep -a -e KEY -e PASSWORD | base64 -w0")}
+# Every way to undo the namespaces' /proc: run only inside them (as root beside the kernel they
+# would unmount the machine's /proc). Each prints what it finds of the kernel's environment
+# and of its command line, where a PLANTED token sits, as base64.
+_FOUND = " 2>/dev/null | tr '\\0' '\\n' | grep -a -e KEY -e PASSWORD -e PLANTED | base64 -w0"
+_EVERY = "cat {d}/[0-9]*/environ {d}/[0-9]*/cmdline {d}/[0-9]*/task/*/environ"
+_NESTED = "python3 - <<'PY'\n" + textwrap.dedent("""\
+    import ctypes, glob, os, tempfile
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.unshare(0x10000000 | 0x00020000)  # a user and mount namespace of its own, all capabilities in it
+    for flags in (0, 2):
+        libc.umount2(b"/proc", flags)
+    where = tempfile.mkdtemp()
+    libc.mount(b"proc", where.encode(), b"proc", 0, None)
+    libc.mount(b"/", where.encode(), None, 4096 | 16384, None)  # MS_BIND | MS_REC
+    for path in glob.glob("/proc/[0-9]*/*") + glob.glob(where + "/**/[0-9]*/*"):
+        if path.endswith(("/environ", "/cmdline")):
+            try:
+                print(open(path, "rb").read().replace(b"\\0", b"\\n").decode(errors="replace"))
+            except OSError:
+                pass
+    """) + "PY"
+UNDO_PROBES = {
+    "umount": "umount /proc 2>/dev/null; umount -l /proc 2>/dev/null; " + _EVERY.format(d="/proc") + _FOUND,
+    "remount private": ("mount --make-rprivate / 2>/dev/null; mount --make-private /proc 2>/dev/null; "
+                        "umount -l /proc 2>/dev/null; " + _EVERY.format(d="/proc") + _FOUND),
+    "proc elsewhere": ('d=$(mktemp -d); mount -t proc proc "$d" 2>/dev/null; ' + _EVERY.format(d='"$d"') + _FOUND),
+    "nsenter": "nsenter -t 1 -a sh -c 'umount -l /proc; " + _EVERY.format(d="/proc") + "'" + _FOUND,
+    "unshare -r": "unshare -r -m sh -c 'umount -l /proc; " + _EVERY.format(d="/proc") + "'" + _FOUND,
+    "unshare --user": "unshare --user --mount sh -c 'umount -l /proc; " + _EVERY.format(d="/proc") + "'" + _FOUND,
+    "unshare, new proc": ("unshare -r -m -p -f --mount-proc sh -c 'umount /proc; umount /proc; "
+                          + _EVERY.format(d="/proc") + "'" + _FOUND),
+    "chroot": "chroot /proc/1/root sh -c 'umount -l /proc; " + _EVERY.format(d="/proc") + "'" + _FOUND,
+    "pivot_root": ("unshare -m sh -c 'mount --bind / /mnt && cd /mnt && pivot_root . mnt && umount -l /mnt/proc; "
+                   + _EVERY.format(d="/mnt/proc") + "'" + _FOUND),
+    "nested namespaces in-process": _NESTED + _FOUND,
+}
 KERNEL = """
 import asyncio, json, os, sys
 from bettong_nb import secrets
@@ -474,14 +540,23 @@ print(json.dumps(asyncio.run(main())))
 """
 
 
-def _kernel_sees(isolate: bool, secret_values: dict[str, str]) -> dict[str, str]:
+def _kernel_sees(isolate: bool, secret_values: dict[str, str], probes: dict[str, str],
+                 planted: str = "PLANTED") -> dict[str, str]:
+    """Run ``probes`` from a kernel whose environment holds ``secret_values`` and whose command
+    line, and its parent's, hold ``planted``."""
     env = {**os.environ, **secret_values, "PYTHONPATH": str(Path(__file__).parent.parent)}
     needle = secret_values["DEEPSEEK_API_KEY"][:20]
-    probes = {**PROC_PROBES, **(UNMOUNT_PROBE if isolate and isolation() != "none" else {})}
-    done = subprocess.run([sys.executable, "-c", KERNEL, "1" if isolate else "0", json.dumps(probes), needle],
-                          env=env, capture_output=True, text=True, timeout=120)
+    kernel = [sys.executable, "-c", KERNEL, "1" if isolate else "0", json.dumps(probes), needle, planted]
+    done = subprocess.run(["bash", "-c", '"$@"; exit $?', planted, *kernel],
+                          env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def _random_secrets() -> dict[str, str]:
+    rng = random.SystemRandom()
+    return {"DEEPSEEK_API_KEY": "sk-" + "".join(rng.choices(string.ascii_letters + string.digits, k=40)),
+            "MY_PASSWORD": "pw-" + "".join(rng.choices(string.ascii_letters + string.digits, k=24))}
 
 
 def _decodings(text: str) -> list[bytes]:
@@ -503,23 +578,36 @@ def _leaks(seen: dict[str, str], values: list[str]) -> dict[str, str]:
 
 
 def test_a_command_cannot_read_the_kernels_secrets_from_proc():
-    rng = random.SystemRandom()
-    values = {"DEEPSEEK_API_KEY": "sk-" + "".join(rng.choices(string.ascii_letters + string.digits, k=40)),
-              "MY_PASSWORD": "pw-" + "".join(rng.choices(string.ascii_letters + string.digits, k=24))}
-    kind = isolation()
-    isolated = _kernel_sees(True, values)
+    values = _random_secrets()
+    isolated = _kernel_sees(True, values, PROC_PROBES)
     assert all(text.startswith("exit ") for text in isolated.values()), isolated
-    leaks = _leaks(isolated, list(values.values()))
-    if kind == "namespaces":
-        assert leaks == {}
-    elif kind == "pid namespace":  # root without user namespaces: only unmounting /proc reaches them
-        assert set(leaks) <= {"after umount, base64", "mem"}
+    if isolation() != "none":
+        assert _leaks(isolated, list(values.values())) == {}
     # beside the kernel, root reads anything; another user is stopped by the non-dumpable mark
-    beside = _leaks(_kernel_sees(False, values), list(values.values()))
+    beside = _leaks(_kernel_sees(False, values, PROC_PROBES), list(values.values()))
     if os.geteuid() == 0:
         assert {"ppid environ", "pid environ", "every environ, base64", "every environ, hex", "mem"} <= set(beside)
     else:
         assert not {"ppid environ", "pid environ", "mem"} & set(beside)
+
+
+@pytest.fixture(scope="module")
+def undone():
+    """What each way of undoing the namespaces found, run once from one planted kernel."""
+    if isolation() == "none":
+        pytest.skip("no namespaces here")
+    values = _random_secrets()
+    planted = "PLANTED" + uuid.uuid4().hex
+    return _kernel_sees(True, values, UNDO_PROBES, planted), [*values.values(), planted]
+
+
+@pytest.mark.parametrize("probe", UNDO_PROBES)
+def test_a_command_cannot_undo_its_namespaces(undone, probe):
+    """Not as root in its namespaces: it holds no capabilities there, and the mounts of any
+    namespace it makes inside are locked."""
+    seen, values = undone
+    assert seen[probe].startswith("exit "), seen[probe]
+    assert _leaks({probe: seen[probe]}, values) == {}, seen[probe]
 
 
 def test_the_python_process_is_marked_non_dumpable():
@@ -674,13 +762,23 @@ DETACHED = [
     "(trap '' TERM HUP; exec setsid sleep {m}) &",
     "setsid bash -c 'trap \"\" TERM; sleep {m}' &",
     "set -m; (setsid nohup sleep {m} &) ; disown -a",
+    # without a marker in the environment, the session or the parent chain: only a cgroup finds them
+    "env -i setsid -f sleep {m}",
+    "env -i setsid -f /bin/sh -c 'sleep {m}'",
+    "env -i bash -c '(setsid sleep {m} &)'",
+    ("env -i python3 -c 'import os\nif os.fork() == 0:\n os.setsid()\n if os.fork() == 0:\n"
+     "  os.execvp(\"sleep\", [\"sleep\", \"{m}\"])'"),
 ]
+# What isolate=False cannot find without a cgroup, as documented
+UNTRACKABLE = {job for job in DETACHED if job.startswith("env -i")}
 MODES = [pytest.param(True, id="isolated"), pytest.param(False, id="not-isolated")]
 
 
 @pytest.mark.parametrize("isolate", MODES)
 @pytest.mark.parametrize("job", DETACHED)
 def test_no_job_outlives_the_call_however_it_detaches(job, isolate):
+    if not isolate and job in UNTRACKABLE and _cgroups() is None:
+        pytest.skip("no cgroup to make here: isolate=False cannot find what clears its environment and session")
     mark = marker()
     started = time.monotonic()
     text = run(shell(timeout=30, isolate=isolate), job.format(m=mark) + "\nsleep 0.1; echo returned")
@@ -696,6 +794,18 @@ def test_no_job_outlives_a_timeout_however_it_detaches(job, isolate):
     text = run(shell(timeout=0.3, isolate=isolate), job.format(m=mark) + f"\necho waiting; sleep {mark}9")
     assert text.startswith("ERROR: command timed out after 0.3 s and was killed"), text
     assert settled_alive(mark) == []
+
+
+def test_without_namespaces_each_command_has_a_cgroup_of_its_own_that_goes_with_it():
+    base = _cgroups()
+    if base is None:
+        pytest.skip("no cgroup to make here")
+    mark = marker()
+    text = run(shell(isolate=False), f"env -i setsid -f sleep {mark}; cat /proc/self/cgroup")
+    mine = text.split("\n")[-1].split(":", 2)[2]
+    assert re.fullmatch(rf".*/bettong-shell-{os.getpid()}-[0-9a-f]{{12}}", mine), text
+    assert settled_alive(mark) == []
+    assert not [n for n in os.listdir(base) if n.startswith(f"bettong-shell-{os.getpid()}-")]
 
 
 @pytest.mark.parametrize("isolate", MODES)

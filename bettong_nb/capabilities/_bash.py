@@ -29,7 +29,8 @@ class BashSyntaxError(ValueError):
     """The text is not bash the parser can read with confidence."""
 
 
-# A part of a word: ("lit", text, quoted), ("var", name or None, quoted), ("tilde", user, False),
+# A part of a word: ("lit", text, quoted), ("var", name, quoted) (for ${…} all that is inside the
+# braces, operators too: "HOME:-/x"; None for an array's elements), ("tilde", user, False),
 # ("sub", kind, quoted) for $( ` <( >(, ("arith", None, quoted). Quoted text is literal: no
 # globbing, no brace expansion.
 Part = tuple
@@ -741,9 +742,7 @@ class _Parser:
             if nxt == "[":
                 parts.append(("arith", None, quoted))
                 return
-            body = s[body_start:self.i - 1]
-            name = body if (_NAME.fullmatch(body) or body in _SPECIAL_PARAMS) else None
-            parts.append(("var", name, quoted))
+            parts.append(("var", s[body_start:self.i - 1], quoted))  # ${HOME%/*}: the whole of it
         elif nxt and (nxt in _SPECIAL_PARAMS):
             self.i = i + 2
             parts.append(("var", nxt, quoted))

@@ -6,20 +6,30 @@
 Each rule reads the calls of a :class:`~._shell_reading.Reading` — the programs a command line
 runs, with their arguments — not the text, so spacing, quoting, wrappers (``sudo``, ``env``,
 ``xargs``, ``find -exec``, ``bash -c``, …) and argument order do not hide a catastrophic command.
-Paths are normalised (``/usr/../usr``, ``//``, ``/./``), relative paths are taken from the
-directory the command runs in, ``~``, ``$HOME``, ``${HOME}`` and brace expansions are expanded,
-and a glob counts when it could name a protected directory (``/*``, ``/?*``, ``/u*``) or
-everything in one (``~/*``, ``/etc/*``, ``/*/*``).
+Paths are normalised (``/usr/../usr``, ``//``, ``/./``, ``/proc/self/root/usr``), relative
+paths are taken from the directory the command runs in, ``~``, ``$HOME`` (with bash's operators:
+``${HOME%/*}``) and brace expansions are expanded, and a glob counts when it could name a
+protected directory (``/*``, ``/?*``, ``/u*``) or everything in one (``~/*``, ``/etc/*``,
+``/*/*``). A word a rule cannot read (:class:`~._shell_reading.Unreadable`) breaks the rule.
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Callable
 
 from ._bash import Compound, Function, Script
-from ._shell_reading import DOWNLOADERS, Call, Reading, find_actions, gnu_args, patterns
+from ._shell_reading import (
+    DOWNLOADERS,
+    Call,
+    Reading,
+    Unreadable,
+    everything,
+    find_actions,
+    glob,
+    gnu_args,
+    patterns,
+)
 
 __all__ = ["DEFAULT_DENY", "refused", "protected", "device"]
 
@@ -33,63 +43,27 @@ _HOMES = (("home", _ANY), ("Users", _ANY))
 PSEUDO_DEVICES = frozenset({"null", "zero", "full", "random", "urandom", "stdin", "stdout", "stderr", "tty", "ptmx",
                             "console", "kmsg", "log", "fd", "pts", "shm", "mqueue", "tcp", "udp", "hugepages"})
 _WRITES = frozenset({">", ">>", ">|", "<>", "&>", "&>>", ">&"})
-_SAMPLES = (("a", "Z", "0", "a.b", "x-y_1"), (".a", ".b0"))  # a glob matching all of either means "everything"
 
 
 # --- paths ----------------------------------------------------------------------------------------
 
-@lru_cache(maxsize=1024)
-def _segment(pattern: str) -> re.Pattern | str:
-    """One path segment's glob as a regex, or the literal name when it has no wildcard."""
-    out, literal, i = [], True, 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        if c == "*":
-            out.append(".*")
-            literal = False
-        elif c == "?":
-            out.append(".")
-            literal = False
-        elif c == "[" and (end := pattern.find("]", i + 2)) > 0:
-            body = pattern[i + 1:end]
-            negate = body[:1] in ("!", "^")
-            body = body[1:] if negate else body
-            out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
-            literal = False
-            i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    if literal:
-        return re.sub(r"\\(.)", r"\1", pattern)
-    try:
-        return re.compile("".join(out), re.S)
-    except re.error:
-        return pattern
-
-
 def _matches(segment: str, name) -> bool:
     if name is _ANY:
         return True
-    glob = _segment(segment)
-    return glob == name if isinstance(glob, str) else bool(glob.fullmatch(name))
-
-
-def _everything(segment: str) -> bool:
-    glob = _segment(segment)
-    return not isinstance(glob, str) and any(all(glob.fullmatch(n) for n in names) for names in _SAMPLES)
+    pattern = glob(segment)
+    return pattern == name if isinstance(pattern, str) else bool(pattern.fullmatch(name))
 
 
 def _segments(pattern: str, cwd: str | None) -> list[str] | None:
-    """The path's segments, normalised: ``//`` and ``.`` dropped, ``..`` applied."""
+    """The path's segments, normalised: ``//`` and ``.`` dropped, ``..`` applied, and a
+    process's view of the file system taken as the path it stands for: ``/proc/<pid>/root/usr``
+    is ``/usr`` and ``/proc/self/cwd/x`` is ``x`` where the command runs. Raises Unreadable for
+    a path through a directory the reader cannot name: another process's cwd, an open file
+    descriptor (``/dev/fd/3/usr``, after ``exec 3< /``)."""
     if not pattern.startswith("/"):
         if cwd is None:
             return None
-        pattern = re.sub(r"([*?\[\]{},\\])", r"\\\1", cwd) + "/" + pattern
+        pattern = _in(cwd) + "/" + pattern
     out: list[str] = []
     for segment in pattern.split("/"):
         if segment in ("", "."):
@@ -98,8 +72,35 @@ def _segments(pattern: str, cwd: str | None) -> list[str] | None:
             if out:
                 out.pop()
             continue
+        if _through_descriptor(out):
+            raise Unreadable("a path through an open file descriptor")
         out.append(segment)
+        if len(out) in (3, 5) and _matches(out[0], "proc") and (len(out) == 3 or _matches(out[2], "task")):
+            if _matches(out[-1], "root"):
+                out = []  # the process's root: / here, as the command shares it
+            elif _matches(out[-1], "cwd"):
+                if not (all(isinstance(glob(s), str) for s in out[1:-1]) and glob(out[1]) in ("self", "thread-self")
+                        and cwd is not None):
+                    raise Unreadable("a path through another process's working directory")
+                out = _segments(_in(cwd), None)
     return out
+
+
+def _in(directory: str) -> str:
+    """A directory's path as a glob that matches only it."""
+    return re.sub(r"([*?\[\]{},\\])", r"\\\1", directory)
+
+
+def _through_descriptor(segments: list[str]) -> bool:
+    """Do these segments name an open file descriptor, which can be a directory (``/dev/fd/3``,
+    ``/dev/stdin``, ``/proc/<pid>/fd/3``)?"""
+    if len(segments) == 3 and _matches(segments[0], "dev") and _matches(segments[1], "fd"):
+        return True
+    if len(segments) == 2 and _matches(segments[0], "dev") and any(
+            _matches(segments[1], n) for n in ("stdin", "stdout", "stderr")):
+        return True
+    return len(segments) in (4, 6) and _matches(segments[0], "proc") and _matches(segments[-2], "fd") and (
+        len(segments) == 4 or _matches(segments[2], "task"))
 
 
 def protected(pattern: str, cwd: str | None, home: str) -> bool:
@@ -109,14 +110,14 @@ def protected(pattern: str, cwd: str | None, home: str) -> bool:
     if segments is None:
         return False
     home_segments = tuple(s for s in home.split("/") if s)
-    if all(isinstance(_segment(s), str) for s in segments):  # a plain path, the common case
-        names = tuple(_segment(s) for s in segments)
+    if all(isinstance(glob(s), str) for s in segments):  # a plain path, the common case
+        names = tuple(glob(s) for s in segments)
         return (len(names) == 0 or (len(names) == 1 and names[0] in TOP_LEVEL) or names == home_segments
                 or (len(names) == 2 and names[0] in ("home", "Users")))
     for place in ((), *((t,) for t in TOP_LEVEL), *_HOMES, home_segments):
         k = len(place)
         if len(segments) >= k and all(_matches(s, n) for s, n in zip(segments, place)) \
-                and all(_everything(s) for s in segments[k:]):
+                and all(everything(s) for s in segments[k:]):
             return True
     return False
 
@@ -126,7 +127,7 @@ def device(pattern: str, cwd: str | None) -> bool:
     /dev/disk/by-id/…, /dev/mapper/…, /dev/nvme…, /dev/mem, …)?"""
     segments = _segments(pattern, cwd)
     return bool(segments) and len(segments) >= 2 and _matches(segments[0], "dev") and not (
-        isinstance(_segment(segments[1]), str) and _segment(segments[1]) in PSEUDO_DEVICES)
+        isinstance(glob(segments[1]), str) and glob(segments[1]) in PSEUDO_DEVICES)
 
 
 def _sysrq(pattern: str, cwd: str | None) -> bool:
@@ -182,6 +183,18 @@ def _any_protected(call: Call, words, reading: Reading) -> bool:
 
 
 _FORMATTERS = frozenset({"mke2fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "wipefs", "blkdiscard"})
+# Partition-table editors, and the options that make each only read: any other use on a disk
+# may rewrite its partition table (sgdisk --zap-all, sfdisk < layout, parted mklabel, fdisk's
+# script on stdin).
+_PARTITIONERS = {
+    "fdisk": frozenset({"-l", "--list", "-x", "--list-details"}),
+    "sfdisk": frozenset({"-l", "--list", "-d", "--dump", "-J", "--json", "-s", "--show-size", "-V", "--verify",
+                         "-F", "--list-free", "-T", "--list-types", "-g", "--show-geometry", "--show-pt-geometry"}),
+    "sgdisk": frozenset({"-p", "--print", "-v", "--verify", "-i", "--info", "-L", "--list-types", "-P", "--pretend",
+                         "-O", "--print-mbr"}),
+    "gdisk": frozenset({"-l"}), "cfdisk": frozenset(), "cgdisk": frozenset(), "fixparts": frozenset(),
+    "parted": frozenset({"-l", "--list"}), "partprobe": frozenset({"-s", "--summary", "-d", "--dry-run"}),
+}
 
 
 def _formatting(reading: Reading) -> bool:
@@ -190,6 +203,12 @@ def _formatting(reading: Reading) -> bool:
         args = call.argv[1:]
         if name == "nvme" and args and args[0].value in ("format", "sanitize"):
             args = args[1:]
+        elif name in _PARTITIONERS:
+            options, operands = gnu_args(args, "" if name != "sgdisk" else "abcdEfghiNnrtuxz")
+            values = [w.value for w in operands]
+            # parted's commands follow the device: print alone only reads
+            if set(options) & _PARTITIONERS[name] or (name == "parted" and values[1:] in (["print"], ["p"])):
+                continue
         elif not (name.startswith("mkfs") or name in _FORMATTERS):
             continue
         if any(device(p, call.cwd) for p in _words(call, args, reading)):
@@ -271,7 +290,7 @@ def _kills_everything(args) -> bool:
         values = values[1:]  # the signal
     if values[:1] == ["--"]:
         values = values[1:]
-    return any(v in ("1", "-1") for v in values)
+    return any(v is not None and re.fullmatch(r"-?0*1", v) for v in values)  # -01 is -1
 
 
 def _fork_bomb(reading: Reading) -> bool:
@@ -410,5 +429,13 @@ DEFAULT_DENY: tuple[tuple[Rule, str], ...] = (
 
 
 def refused(reading: Reading) -> str | None:
-    """The reason of the first default rule ``reading`` breaks, or None."""
-    return next((reason for rule, reason in DEFAULT_DENY if rule(reading)), None)
+    """The reason of the first default rule ``reading`` breaks, or None. A rule that meets a
+    word it cannot read where it looks (what ``rm -r`` deletes, where ``dd`` writes, …) counts
+    as broken: what the seatbelt cannot read is refused, never taken for "no paths"."""
+    for rule, reason in DEFAULT_DENY:
+        try:
+            if rule(reading):
+                return reason
+        except Unreadable:
+            return reason
+    return None

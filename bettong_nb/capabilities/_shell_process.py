@@ -2,14 +2,20 @@
 
     finished, code, text = await run("make test", cwd="/work", env=env, timeout=60, limit=20000)
 
-Where the OS allows it (Linux with ``unshare`` and user namespaces, which an unprivileged user
-usually has, and root too), the command runs in its own user, PID and mount namespaces, under a
-small init (GNU ``timeout`` with no limit) that is PID 1 there: it sees a ``/proc`` of its own
-processes only — not the kernel's, so not its ``environ``, ``cmdline`` or ``mem`` — and when
-bash returns, that init exits and the kernel kills everything left in the namespace, whatever
-it did to detach (``setsid``, ``nohup``, ``disown``, double forks, ``set -m``). Elsewhere every descendant is
-tracked by its session, its parent chain and a marker in its environment, in a walk of /proc
-repeated until no new one appears, killing each as it is found.
+Where the OS allows it (Linux with util-linux's ``unshare`` and ``setpriv`` and user namespaces,
+which an unprivileged user usually has, and root too), the command runs in its own user, PID and
+mount namespaces, under a small init (GNU ``timeout`` with no limit) that is PID 1 there: it sees
+a ``/proc`` of its own processes only — not the kernel's, so not its ``environ``, ``cmdline`` or
+``mem``. Everything in the namespace runs without capabilities (an empty bounding set, none
+inheritable or ambient, ``no_new_privs``), so the command cannot undo that: root there cannot
+``umount /proc`` (under it lies the host's), mount another one, remount, ``nsenter`` or
+``chroot``, and a user namespace it makes inside gets the mounts locked. And when bash
+returns, that init exits and the kernel kills everything left in the namespace, whatever it did
+to detach (``setsid``, ``nohup``, ``disown``, double forks, ``set -m``). Elsewhere the command
+runs in a cgroup (v2) of its own where this process may make one, and ``cgroup.kill`` ends what
+is left in it; failing that, every descendant is tracked by its session, its parent chain and a
+marker in its environment, in a walk of /proc repeated until no new one appears, killing each
+as it is found (``env -i setsid -f cmd`` escapes that walk).
 
 The Python process itself is marked non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): processes of
 the same (non-root) user can no longer read its memory or environment, measured here: a child
@@ -46,17 +52,23 @@ _MARKER = "BETTONG_SHELL_CALL"  # in the environment of every descendant, when n
 # (dash does even then, so not dash).
 _INITS = (["timeout", "--foreground", "0", "bash", "-c"],
           ["bash", "-c", 'exec 2>/dev/null; bash -c "$1" 2>&1; exit $?', "init"])
+# Run inside the namespaces, after unshare has mounted their /proc: from here on no process
+# there holds a capability or can gain one (a setuid file included), so none can unmount that
+# /proc and read the host's beneath it. Without setpriv there are no namespaces at all: ones the
+# command could undo would only look like isolation.
+_POWERLESS = ["setpriv", "--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"]
 
 
 # --- isolation ------------------------------------------------------------------------------------
 
 _probe_lock = threading.Lock()
-_probed: dict[str, list[str] | None] = {}
+_probed: dict[str, list[str] | str | None] = {}  # "prefix": isolation(), "cgroups": _cgroups()
 
 
 def isolation() -> list[str] | None:
     """The argv that runs a command (appended to it) in new namespaces here, or None. Probed
-    once: user + PID + mount namespaces, or, for root where user namespaces are off, PID + mount."""
+    once: user + PID + mount namespaces, or, for root where user namespaces are off, PID + mount;
+    either way with every capability dropped once /proc is mounted."""
     with _probe_lock:
         if "prefix" not in _probed:
             _probed["prefix"] = _probe()
@@ -70,7 +82,7 @@ def _probe() -> list[str] | None:
     candidates = [["unshare", "--user", f"--map-user={os.getuid()}", f"--map-group={os.getgid()}", *common]]
     if os.geteuid() == 0:
         candidates.append(["unshare", *common])
-    for prefix in ([*namespaces, "--", *init] for namespaces in candidates for init in _INITS):
+    for prefix in ([*namespaces, "--", *_POWERLESS, *init] for namespaces in candidates for init in _INITS):
         try:
             probe = subprocess.run([*prefix, "kill -TERM $$"], stdin=subprocess.DEVNULL, capture_output=True,
                                    timeout=10)
@@ -242,18 +254,26 @@ async def run(command: str, *, cwd: str, env: dict[str, str], timeout: float, li
               isolate: bool = True) -> tuple[bool, int, str]:
     """Run ``command`` in bash; ``(finished in time, exit code as bash reports it, output)``."""
     protect_process()
+    loop = asyncio.get_running_loop()
     if isolate and "prefix" not in _probed:  # the first time: probe without blocking the loop
-        await asyncio.get_running_loop().run_in_executor(None, isolation)
+        await loop.run_in_executor(None, isolation)
     prefix = isolation() if isolate else None
-    tracker = None if prefix else _Tracker(env)
-    argv = [*prefix, command] if prefix else ["bash", "-c", command]
+    if not prefix and "cgroups" not in _probed:
+        await loop.run_in_executor(None, _cgroups)
+    tracker = None if prefix else _Cgroup.make(env) or _Tracker(env)
+    argv = [*prefix, command] if prefix else tracker.argv(command)
     output = Output(limit)
-    transport, proc = await asyncio.get_running_loop().subprocess_exec(
-        lambda: _Command(output), *argv,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        cwd=cwd, env=tracker.env if tracker else env,
-        start_new_session=True,  # its own process group, so one killpg reaches every child
-    )
+    try:
+        transport, proc = await loop.subprocess_exec(
+            lambda: _Command(output), *argv,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cwd=cwd, env=tracker.env if tracker else env,
+            start_new_session=True,  # its own process group, so one killpg reaches every child
+        )
+    except BaseException:
+        if tracker:
+            tracker.close()
+        raise
     pgid = transport.get_pid()
     if tracker:
         tracker.started(pgid)
@@ -276,9 +296,23 @@ async def run(command: str, *, cwd: str, env: dict[str, str], timeout: float, li
         raise
     finally:
         transport.close()
+        if tracker:
+            tracker.close()
     code = transport.get_returncode()
     code = 128 - code if code is not None and code < 0 else code  # killed by signal N: 128+N
     return finished, -1 if code is None else code, output.value()
+
+
+def _signal_each(pids, sig: int) -> bool:
+    """Signal each of ``pids``; False if none was alive."""
+    found = False
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+            found = True
+        except ProcessLookupError:
+            pass
+    return found
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
@@ -290,9 +324,114 @@ def _signal_group(pgid: int, sig: int) -> bool:
         return False
 
 
+class _Cgroup:
+    """Every descendant of one command without namespaces, where this process may make a cgroup
+    (v2) below its own: the command starts in a cgroup of its own, and whatever it does to detach
+    (``env -i``, ``setsid``, double forks, reparenting to init) its processes stay in it, until
+    one write to ``cgroup.kill`` ends them all. Only a process allowed to write to another
+    cgroup's ``cgroup.procs`` (root, mostly) can leave it."""
+
+    def __init__(self, path: str, env: dict[str, str]):
+        self.path = path
+        self.env = env
+
+    @classmethod
+    def make(cls, env: dict[str, str]) -> _Cgroup | None:
+        base = _cgroups()
+        if base is None:
+            return None
+        try:
+            path = os.path.join(base, f"bettong-shell-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+            os.mkdir(path)
+            return cls(path, env)
+        except OSError:
+            return None
+
+    def argv(self, command: str) -> list[str]:
+        # bash moves itself in (writing 0 moves the writer) before it runs anything, then
+        # becomes the command's bash; a command that cannot be moved does not run
+        return ["bash", "-c", 'echo 0 > "$0" && exec bash -c "$1"', os.path.join(self.path, "cgroup.procs"), command]
+
+    def started(self, pid: int) -> None:
+        pass
+
+    def signal_all(self, sig: int) -> bool:
+        return _signal_each(self._pids(), sig)
+
+    def kill_all(self, rounds: int = 200) -> None:
+        try:
+            with open(os.path.join(self.path, "cgroup.kill"), "w") as f:
+                f.write("1")
+        except OSError:  # before Linux 5.14
+            for _ in range(rounds):
+                if not self.signal_all(signal.SIGKILL):
+                    break
+
+    def close(self, rounds: int = 200) -> None:
+        """Kill whatever is left in the cgroup, and remove it once the kernel has emptied it."""
+        self.kill_all()
+        for _ in range(rounds):
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:  # still populated: the killed are not reaped yet
+                threading.Event().wait(0.005)
+
+    def _pids(self) -> list[int]:
+        try:
+            with open(os.path.join(self.path, "cgroup.procs")) as f:
+                return [int(line) for line in f if line.strip()]
+        except (OSError, ValueError):
+            return []
+
+
+def _cgroups() -> str | None:
+    """This process's cgroup v2 directory when it may make cgroups there and move processes
+    into them (a probe does both, once), else None."""
+    with _probe_lock:
+        if "cgroups" not in _probed:
+            _probed["cgroups"] = _probe_cgroups()
+        return _probed["cgroups"]
+
+
+def _probe_cgroups() -> str | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        with open("/proc/self/cgroup") as f:
+            own = next(line.split(":", 2)[2].strip() for line in f if line.startswith("0::"))
+        with open("/proc/self/mountinfo") as f:
+            mounts = [line.split() for line in f if " - cgroup2 " in line]
+    except (OSError, StopIteration, IndexError):
+        return None
+    for fields in mounts:
+        root, where = fields[3], fields[4]
+        if own == root or own.startswith(root.rstrip("/") + "/"):
+            base = os.path.join(where, own[len(root):].lstrip("/"))
+            probe = _Cgroup(os.path.join(base, f"bettong-shell-probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"), {})
+            try:
+                os.mkdir(probe.path)
+            except OSError:
+                continue
+            try:
+                moved = subprocess.run(probe.argv("true"), stdin=subprocess.DEVNULL, capture_output=True,
+                                       timeout=10).returncode == 0
+            except (OSError, subprocess.SubprocessError):
+                moved = False
+            probe.close()
+            if moved:
+                return base
+    return None
+
+
 class _Tracker:
-    """Every descendant of one command without namespaces: by session, by parent, and by a
-    marker in the environment, which survives ``setsid`` and the death of the parent."""
+    """Every descendant of one command without namespaces or a cgroup: by session, by parent,
+    and by a marker in the environment, which survives ``setsid`` and the death of the parent.
+    What it cannot find: a process that both clears its environment (``env -i``) and leaves the
+    session and the parent chain (``setsid -f``, a double fork with ``setsid``) before a walk
+    sees it."""
 
     def __init__(self, env: dict[str, str]):
         self.token = uuid.uuid4().hex
@@ -302,6 +441,13 @@ class _Tracker:
         self.since = 0
         self.first_pid = 0
         self.family: set[int] = set()
+
+    @staticmethod
+    def argv(command: str) -> list[str]:
+        return ["bash", "-c", command]
+
+    def close(self) -> None:
+        """Nothing to release: what is alive was killed."""
 
     def started(self, pid: int) -> None:
         self.sid = pid
@@ -316,19 +462,16 @@ class _Tracker:
                 return
 
     def signal_all(self, sig: int) -> bool:
-        """One walk of /proc, signalling every live member found; False if there was none."""
-        found = False
+        """One walk of /proc, signalling every live member as it is found; False if there was none."""
+        return _signal_each(self._members(), sig)
+
+    def _members(self):
         for pid, ppid, session, state in _processes(self.since, self.first_pid):
             if pid == os.getpid() or state in "ZX":
                 continue
             if session == self.sid or ppid in self.family or pid in self.family or self._marked(pid):
                 self.family.add(pid)
-                try:
-                    os.kill(pid, sig)
-                    found = True
-                except ProcessLookupError:
-                    pass
-        return found
+                yield pid
 
     def _marked(self, pid: int) -> bool:
         try:

@@ -33,8 +33,10 @@ from ._bash import (
     parse,
 )
 
-__all__ = ["Call", "Reading", "read", "program", "patterns", "gnu_args", "find_actions", "DOWNLOADERS"]
+__all__ = ["Call", "Reading", "read", "program", "patterns", "glob", "everything", "Unreadable", "gnu_args", "find_actions",
+           "DOWNLOADERS"]
 
+_WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>"})
 MAX_NESTING = 8  # a string run by a string run by …: deeper is unreadable
 MAX_WRAPPERS = 32  # sudo env nohup timeout …: more in one command is unreadable
 
@@ -137,25 +139,204 @@ def gnu_args(words: list[Word], short_values: str = "", long_values: frozenset =
 _GLOB_SPECIAL = "*?[]{},\\"
 
 
+class Unreadable(ValueError):
+    """A word the reader knows how to find the value of, but could not: a brace expansion too
+    large to list, an operator on ``$HOME`` it does not evaluate, a directory it does not track
+    (``$OLDPWD``). The seatbelt refuses a destructive command aimed at one: what it cannot read
+    is never "no paths"."""
+
+
 def _escape(text: str) -> str:
     return "".join("\\" + c if c in _GLOB_SPECIAL else c for c in text)
 
 
+@lru_cache(maxsize=1024)
+def glob(pattern: str) -> re.Pattern | str:
+    """A glob (``\\`` escapes, ``*``, ``?``, ``[…]``) as a regex, or the literal text when it has no wildcard."""
+    out, literal, i = [], True, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        if c == "*":
+            out.append(".*")
+            literal = False
+        elif c == "?":
+            out.append(".")
+            literal = False
+        elif c == "[" and (end := pattern.find("]", i + 2)) > 0:
+            body = pattern[i + 1:end]
+            negate = body[:1] in ("!", "^")
+            body = body[1:] if negate else body
+            out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
+            literal = False
+            i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    if literal:
+        return re.sub(r"\\(.)", r"\1", pattern)
+    try:
+        return re.compile("".join(out), re.S)
+    except re.error:
+        return pattern
+
+
+def everything(pattern: str, *samples: tuple[str, ...]) -> bool:
+    """Does the glob match all of one of the groups of ``samples`` (by default: names, or
+    names starting with a dot): does it mean "everything"?"""
+    regex = glob(pattern)
+    return not isinstance(regex, str) and any(all(regex.fullmatch(n) for n in names)
+                                              for names in samples or _SAMPLES)
+
+
+_SAMPLES = (("a", "Z", "0", "a.b", "x-y_1"), (".a", ".b0"))
+
+
+_OLDPWD = object()  # a directory the shell was in: known to be one, but not which
+
+
 def patterns(word: Word, *, cwd: str | None, home: str) -> list[str] | None:
     """The glob patterns ``word`` can stand for (quoted characters escaped with ``\\``), after
-    tilde, ``$HOME``/``$USER``/``$PWD`` and brace expansion; None if it depends on more."""
-    known = {"HOME": home, "PWD": cwd, "USER": _user(), "LOGNAME": _user()}
-    pieces = []
+    tilde, ``$HOME``/``$USER``/``$PWD`` (with bash's operators: ``${HOME%/*}``, ``${PWD:0:5}``,
+    ``${x:-/}``) and brace expansion; None if it depends on more. An unknown variable's default
+    (``${x:-/}``) or alternative counts as what it can be. Raises :class:`Unreadable`."""
+    known = {"HOME": home, "PWD": cwd, "USER": _user(), "LOGNAME": _user(), "OLDPWD": _OLDPWD}
+    texts = _expand(word, known)
+    return None if texts is None else [p for text in texts for p in _braces(text)]
+
+
+def _expand(word: Word, known: dict) -> list[str] | None:
+    """The texts ``word`` can be before brace expansion, as escaped globs; None if unknown."""
+    texts = [""]
     for kind, value, quoted in word.parts:
         if kind == "lit":
-            pieces.append(_escape(value) if quoted else value)
+            choices = [_escape(value) if quoted else value]
         elif kind == "tilde" and value not in ("+", "-"):
-            pieces.append(_escape(home if value == "" else _home_of(value)))
-        elif kind == "var" and known.get(value):
-            pieces.append(_escape(known[value]))
+            choices = [_escape(known["HOME"] if value == "" else _home_of(value))]
+        elif kind == "tilde" or kind == "var" and value is not None:
+            choices = _parameter({"+": "PWD", "-": "OLDPWD"}.get(value, value) if kind == "tilde" else value, known)
         else:
             return None
-    return _braces("".join(pieces))
+        if choices is None:
+            return None
+        texts = [t + c for t in texts for c in choices]
+        if len(texts) > _MAX_BRACE_WORDS:
+            raise Unreadable("too many values to check")
+    return texts
+
+
+_PARAMETER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[@*#?$!0-9-])(.*)", re.S)
+_OPERATOR = re.compile(r"(:?[-=?+])|(##?|%%?)|(/[/#%]?)|:|(\^\^?|,,?)|@([ULu])|", re.S)
+
+
+def _parameter(body: str, known: dict) -> list[str] | None:
+    """What ``${body}`` can expand to, as escaped globs, or None when it depends on an unknown."""
+    m = _PARAMETER.fullmatch(body)
+    if m is None:
+        return None  # ${#x}, ${!x}: a length, an indirection
+    name, rest = m.groups()
+    value = known.get(name)
+    if value is _OLDPWD:
+        raise Unreadable("$OLDPWD names a directory the reader does not track")
+    op = _OPERATOR.match(rest)
+    operand = rest[op.end():]
+    if op.group(1):  # :- - := = :? ? :+ +: the value, or the word
+        if op.group(1).endswith("?"):
+            return None if value is None else [_escape(value)]
+        if value is not None and not op.group(1).endswith("+"):
+            return [_escape(value)]
+        words = _operand_words(operand, known)
+        if words is None or value is not None:
+            return words
+        return [*words, ""] if op.group(1).endswith("+") else words  # unset: the word, or nothing
+    if value is None:
+        return None
+    if not rest:
+        return [_escape(value)]
+    text = _operand_text(operand)
+    if text is None:
+        raise Unreadable(f"${{{body}}} holds an expansion")
+    if op.group(2):  # # ## % %%: the shortest or longest match removed from the front or back
+        return [_escape(_remove(value, glob(text), front=op.group(2)[0] == "#", longest=len(op.group(2)) == 2))]
+    if op.group(3):  # / // /# /%: a substitution
+        pattern, _, replacement = text.partition("/") if "/" in operand else (text, "", "")
+        return [_escape(_substitute(value, glob(pattern), _unescape(replacement), op.group(3)))]
+    if op.group(0) == ":":  # :offset and :offset:length
+        return [_escape(_substring(value, text, body))]
+    if op.group(4) and not text:
+        upper, whole = op.group(4)[0] == "^", len(op.group(4)) == 2
+        changed = (value.upper() if upper else value.lower()) if whole else \
+            (value[:1].upper() if upper else value[:1].lower()) + value[1:]
+        return [_escape(changed)]
+    if op.group(5) and not text:
+        return [_escape({"U": value.upper(), "L": value.lower(), "u": value[:1].upper() + value[1:]}[op.group(5)])]
+    raise Unreadable(f"the seatbelt does not evaluate ${{{body}}}")
+
+
+def _operand_text(operand: str) -> str | None:
+    """An operator's pattern or text as one escaped glob, or None when it expands."""
+    try:
+        words = parse(": " + operand).pipelines[0].stages[0].words[1:] if operand else []
+    except (BashSyntaxError, IndexError, AttributeError):
+        return None
+    if any(p[0] != "lit" for w in words for p in w.parts):
+        return None
+    return " ".join("".join(_escape(v) if q else v for _, v, q in w.parts) for w in words)
+
+
+def _operand_words(operand: str, known: dict) -> list[str] | None:
+    """What ``${x:-word}``'s word can expand to (each word it splits into counts as one of
+    them), as escaped globs; None when it depends on an unknown."""
+    try:
+        words = parse(": " + operand).pipelines[0].stages[0].words[1:] if operand else []
+    except (BashSyntaxError, IndexError, AttributeError):
+        return None
+    out = [] if words else [""]
+    for word in words:
+        texts = _expand(word, known)
+        if texts is None:
+            return None
+        out += texts
+    return out
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def _remove(value: str, pattern, *, front: bool, longest: bool) -> str:
+    cuts = range(len(value) + 1)
+    for cut in (reversed(cuts) if longest == front else cuts):
+        piece = value[:cut] if front else value[cut:]
+        if (pattern == piece) if isinstance(pattern, str) else pattern.fullmatch(piece):
+            return value[cut:] if front else value[:cut]
+    return value
+
+
+def _substitute(value: str, pattern, replacement: str, op: str) -> str:
+    regex = re.escape(pattern) if isinstance(pattern, str) else pattern.pattern
+    if not regex:
+        return value
+    anchored = {"/#": f"^(?:{regex})", "/%": f"(?:{regex})$"}.get(op, f"(?:{regex})")
+    return re.sub(anchored, replacement.replace("\\", "\\\\"), value, count=0 if op == "//" else 1, flags=re.S)
+
+
+def _substring(value: str, text: str, body: str) -> str:
+    m = re.fullmatch(r"\s*\(?\s*(-?\d+)\s*\)?\s*(?::\s*\(?\s*(-?\d+)\s*\)?\s*)?", _unescape(text))
+    if m is None:
+        raise Unreadable(f"the seatbelt does not compute ${{{body}}}")
+    offset = int(m.group(1))
+    if offset < 0:
+        if -offset > len(value):
+            return ""
+        offset += len(value)
+    if m.group(2) is None:
+        return value[offset:]
+    length = int(m.group(2))
+    return value[offset:offset + length] if length >= 0 else value[offset:len(value) + length]
 
 
 @lru_cache(maxsize=1)
@@ -177,26 +358,39 @@ def _home_of(user: str) -> str:
 _MAX_BRACE_WORDS = 512
 
 
-def _braces(pattern: str) -> list[str] | None:
-    """Bash's brace expansion of ``pattern`` (``\\`` escapes respected); None past 512 words."""
-    out = [pattern]
-    done: list[str] = []
-    while out:
-        current = out.pop()
-        found = _brace_at(current)
-        if found is None:
-            done.append(current)
+def _braces(pattern: str) -> list[str]:
+    """Bash's brace expansion of ``pattern`` (``\\`` escapes respected). Past 512 words, each
+    group whose words hold neither ``/`` nor ``.`` stands as ``*`` (which matches all it can
+    make, so a check on the patterns still holds); if that is still too many, Unreadable."""
+    for text in (pattern, _collapsed(pattern)):
+        out, done = [text], []
+        while out and len(out) + len(done) <= _MAX_BRACE_WORDS:
+            current = out.pop()
+            found = _brace_at(current)
+            if found is None:
+                done.append(current)
+            else:
+                start, end, alternatives = found
+                out += [current[:start] + a + current[end:] for a in reversed(alternatives)]
+        if not out:
+            return done
+    raise Unreadable("a brace expansion too large to check")
+
+
+def _collapsed(pattern: str) -> str:
+    at = 0
+    while (found := _brace_at(pattern, at)) is not None:
+        start, end, alternatives = found
+        if any("/" in a or "." in a for a in alternatives):
+            at = start + 1
         else:
-            start, end, alternatives = found
-            out += [current[:start] + a + current[end:] for a in reversed(alternatives)]
-        if len(out) + len(done) > _MAX_BRACE_WORDS:
-            return None
-    return done
+            pattern = pattern[:start] + "*" + pattern[end:]
+            at = start + 1
+    return pattern
 
 
-def _brace_at(text: str) -> tuple[int, int, list[str]] | None:
-    """The first expandable ``{…}``: its span and alternatives."""
-    i = 0
+def _brace_at(text: str, i: int = 0) -> tuple[int, int, list[str]] | None:
+    """The first expandable ``{…}`` from ``i``: its span and alternatives."""
     while i < len(text):
         if text[i] == "\\":
             i += 2
@@ -235,7 +429,7 @@ def _sequence(inner: str) -> list[str] | None:
     numeric = a.lstrip("-").isdigit()
     lo, hi = (int(a), int(b)) if numeric else (ord(a), ord(b))
     if abs(hi - lo) // step > _MAX_BRACE_WORDS:
-        return [a, b]  # too long to list; its ends stand for it
+        return ["*"]  # too long to list: numbers, which * matches all of
     values = range(lo, hi + (1 if hi >= lo else -1), step if hi >= lo else -step)
     return [str(v) if numeric else _escape(chr(v)) for v in values]
 
@@ -366,6 +560,9 @@ class _Reader:
     def command(self, command: Command, cwd: str | None, *, runs: bool, depth: int,
                 output_runs: bool) -> str | None:
         argv = command.words
+        # cmd > >(sh) runs what cmd writes
+        output_runs = output_runs or any(r.op in _WRITE_OPS and r.target is not None and self._runs_input(r.target)
+                                         for r in command.redirects)
         self.call(Call(argv, command.text, command, cwd, runs=runs, output_runs=output_runs), depth)
         return self._cd(argv, cwd)
 
@@ -488,7 +685,7 @@ class _Reader:
         if not operands:
             return
         inner = self._sub_call(call, operands)
-        extra = self.piped.get(id(call.command), []) if call.argv is call.command.words else []
+        extra = (self.piped.get(id(call.command)) or _here_words(call.command)) if call.argv is call.command.words else []
         if extra:
             inner.argv = [*operands, *extra]
             inner.text = " ".join([inner.text, *(w.text for w in extra)])
@@ -621,7 +818,10 @@ class _Reader:
         _, operands = gnu_args(argv[1:])
         if not operands:
             return self.home
-        found = patterns(operands[0], cwd=cwd, home=self.home)
+        try:
+            found = patterns(operands[0], cwd=cwd, home=self.home)
+        except Unreadable:
+            return None
         if not found or len(found) != 1 or re.search(r"(?<!\\)[*?\[]", found[0]) or operands[0].value == "-":
             return None
         path = re.sub(r"\\(.)", r"\1", found[0])
@@ -653,22 +853,49 @@ class _Reader:
             runs.append(call.argv[1])
         return any(w.value and _path_key(w.value, call.cwd) in self.downloaded for w in runs)
 
-    @staticmethod
-    def _reads_stdin_script(stage) -> bool:
-        return isinstance(stage, Command) and _script_source(unwrap(stage.words)) == "stdin" and not any(
-            r.op in ("<", "<<", "<<-", "<<<") for r in stage.redirects)
+    @classmethod
+    def _reads_stdin_script(cls, stage) -> bool:
+        """Is what ``stage`` reads run as code: ``sh``, ``python -``, ``source /dev/stdin``,
+        ``xargs bash -c``, or ``tee >(sh)``?"""
+        if not isinstance(stage, Command) or any(r.op in ("<", "<<", "<<-", "<<<") for r in stage.redirects):
+            return False
+        argv = unwrap(stage.words)
+        return _script_source(argv) == "stdin" or (
+            bool(argv) and program(argv[0]) == "tee" and any(cls._runs_input(w) for w in argv[1:]))
+
+    @classmethod
+    def _runs_input(cls, word: Word) -> bool:
+        """Is ``word`` a process substitution ``>(…)`` that runs what is written to it?"""
+        return len(word.parts) == 1 and word.parts[0][:2] == ("sub", ">(") and any(
+            cls._reads_stdin_script(stage) for pipeline in word.scripts[0].pipelines[:1]
+            for stage in pipeline.stages[:1])
 
 
 # find's options and tests that do not narrow which files it acts on
 _FIND_EVERYTHING = frozenset({"-H", "-L", "-P", "-mindepth", "-maxdepth", "-depth", "-d", "-xdev", "-mount", "-noleaf",
                               "-follow", "-daystart", "-ignore_readdir_race", "-noignore_readdir_race", "-true",
-                              "-type", "-xtype", "-print", "-print0", "-ls", "-O0", "-O1", "-O2", "-O3"})
+                              "-type", "-xtype", "-print", "-print0", "-ls", "-O0", "-O1", "-O2", "-O3",
+                              "-regextype", "-a", "-and"})
+# primaries that take one argument, and the name tests among them, by what they match
+_FIND_ONE_ARGUMENT = frozenset({"-name", "-iname", "-lname", "-ilname", "-path", "-ipath", "-wholename", "-iwholename",
+                                "-regex", "-iregex", "-newer", "-anewer", "-cnewer", "-type", "-xtype", "-user",
+                                "-group", "-uid", "-gid", "-perm", "-size", "-mtime", "-mmin", "-atime", "-amin",
+                                "-ctime", "-cmin", "-used", "-links", "-inum", "-samefile", "-fstype", "-context",
+                                "-maxdepth", "-mindepth", "-regextype", "-printf", "-fprint", "-fprint0", "-fls"})
+_FIND_NAMES = {"-name": ("a", "Z", "0", "a.b", "x-y_1", ".a"), "-path": ("/a", "/Z/0", "./a.b/x-y_1", "/.a")}
+_FIND_NAMES.update({"-iname": _FIND_NAMES["-name"], "-lname": _FIND_NAMES["-path"], "-ilname": _FIND_NAMES["-path"],
+                    **dict.fromkeys(("-ipath", "-wholename", "-iwholename", "-regex", "-iregex"), _FIND_NAMES["-path"])})
 
 
 def find_actions(args: list[Word]) -> tuple[list[Word], list[tuple[int, int, bool]]]:
     """find's starting points, and its actions (-exec, -execdir, -ok, -okdir, -delete) as
     ``(index, end, narrowed)``: where the action is, where its command ends, and whether a
-    test before it narrows the files it acts on (so that ``{}`` is not every file)."""
+    test it depends on narrows the files it acts on (so that ``{}`` is not every file).
+
+    A test narrows when it can be false for some file and is not negated: ``-name '*'``,
+    ``-regex '.*'``, ``-type d`` and ``! -name x`` narrow nothing. The tests before an action in
+    its own ``-a`` chain count; ``A -o B -delete`` deletes where A is false, so A does not. A
+    group in parentheses narrows when each of its ``-o`` branches does."""
     n = 0
     while n < len(args) and args[n].value in ("-H", "-L", "-P"):
         n += 1
@@ -678,21 +905,53 @@ def find_actions(args: list[Word]) -> tuple[list[Word], list[tuple[int, int, boo
         n += 1
     starts = starts or [Word(".", (("lit", ".", False),))]
     actions = []
-    narrowed = False
+    narrowed, negated = False, False
+    groups: list[list[bool]] = []  # per open parenthesis: [narrowed before it, negated, each branch narrows]
     while n < len(args):
         value = args[n].value
+        step = 1
         if value in ("-exec", "-execdir", "-ok", "-okdir"):
             end = next((k for k in range(n + 1, len(args)) if args[k].value in (";", "+")), len(args))
             actions.append((n, end, narrowed))
-            narrowed = True  # an -exec is also a test
-            n = end + 1
-            continue
-        if value == "-delete":
+            narrowed = narrowed or not negated  # an -exec is also a test
+            step = end + 1 - n
+        elif value == "-delete":
             actions.append((n, n + 1, narrowed))
-        elif value is None or (value[:1] in "-(!" and value not in _FIND_EVERYTHING):
-            narrowed = True
-        n += 1
+        elif value in ("!", "-not"):
+            negated = not negated
+            n += 1
+            continue
+        elif value in ("-o", "-or", ","):
+            if groups:
+                groups[-1][2] = groups[-1][2] and narrowed
+            narrowed = groups[-1][0] if groups else False
+        elif value == "(":
+            groups.append([narrowed, negated, True])
+        elif value == ")" and groups:
+            before, group_negated, branches = groups.pop()
+            narrowed = before or (branches and narrowed and not group_negated)
+        elif value is None or value not in _FIND_EVERYTHING:
+            narrowed = narrowed or (not negated and not _finds_everything(value, args[n + 1] if n + 1 < len(args)
+                                                                            else None))
+        if value in _FIND_ONE_ARGUMENT:
+            step = 2
+        negated = False
+        n += step
     return starts, actions
+
+
+def _finds_everything(test: str | None, argument: Word | None) -> bool:
+    """Is ``test argument`` true of every file: ``-name '*'``, ``-path '*'``, ``-regex '.*'``?"""
+    samples = _FIND_NAMES.get(test or "")
+    if samples is None or argument is None or argument.value is None:
+        return False
+    if test.endswith("regex"):
+        try:
+            regex = re.compile(argument.value, re.S | (re.I if test == "-iregex" else 0))
+        except re.error:
+            return False
+        return all(regex.fullmatch(sample) for sample in samples)
+    return everything(argument.value, samples)
 
 
 def _wrapped(name: str, args: list[Word]) -> tuple[list[str], list[Word]] | None:
@@ -724,7 +983,18 @@ def _echoed(stage) -> list[Word] | None:
     words = [w.value for w in stage.words[1:] if w.value not in ("-n", "-e", "-E")]
     if any(v is None for v in words):
         return None
-    return [Word(v, (("lit", v, True),)) for v in " ".join(words).replace("\\n", "\n").split()]
+    return _split(" ".join(words).replace("\\n", "\n"))
+
+
+def _here_words(command: Command) -> list[Word]:
+    """The words a here-string or here-document with literal text feeds a command (``xargs rm
+    -rf <<< /``), split as xargs splits them."""
+    texts = [(r.body or r.target).value for r in command.redirects if r.op in ("<<<", "<<", "<<-")]
+    return _split(" ".join(t for t in texts if t is not None))
+
+
+def _split(text: str) -> list[Word]:
+    return [Word(v, (("lit", v, True),)) for v in text.split()]
 
 
 def _stage_program(stage) -> str | None:
@@ -741,14 +1011,17 @@ def is_interpreter(name: str | None) -> bool:
     return name is not None and (name in SHELLS or name in OTHER_SHELLS or bool(_INTERPRETER.fullmatch(name)))
 
 
+_STDIN = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "/proc/thread-self/fd/0"})
+
+
 def _script_source(argv: list[Word]):
     """Where an interpreter reads its program: ``"stdin"``, the index of a ``-c``/``-e`` string,
     a script file's Word, or None for a program that is not an interpreter."""
     if not argv:
         return None
     name = program(argv[0])
-    if name is None:
-        return None
+    if name in ("source", "."):
+        return "stdin" if len(argv) > 1 and argv[1].value in _STDIN else None
     if not is_interpreter(name):
         return None
     if name in SHELLS or name in OTHER_SHELLS:
@@ -780,8 +1053,8 @@ def _script_source(argv: list[Word]):
         from_stdin |= name in SHELLS and "s" in flags
         n += 2 if flags[-1:] in values else 1
     if command_string:
-        return n if n < len(argv) else None
-    if from_stdin or n >= len(argv):
+        return n if n < len(argv) else "stdin"  # xargs bash -c: the string is what xargs reads
+    if from_stdin or n >= len(argv) or argv[n].value in _STDIN:
         return "stdin"
     return argv[n]
 

@@ -11,24 +11,36 @@ and the rest from the end, with a note of how much was cut) — redacted *before
 a secret astride the cut is redacted whole. It is read in bounded memory: a command that
 prints gigabytes is drained until it finishes or times out, keeping only a head and a tail.
 
-**Processes.** Where the OS allows it (Linux with ``unshare`` and user namespaces, as an
-ordinary user or as root), each command runs in its own user, PID and mount namespaces
-(``isolate=True``, the default): it sees only its own processes in ``/proc``, so it cannot
-read the Python process's (or any ancestor's) ``environ``, ``cmdline`` or ``mem``, where
-credentials stripped from its own environment still sit; and when bash returns or overruns
-``timeout``, everything it started dies with the namespace, however it detached (``setsid``,
-``nohup``, ``disown``, double forks, ``set -m``). The price: ``ps`` shows only the command's
-own processes, it cannot signal others, setuid programs (``sudo``) gain nothing, and as root
-it is root only inside the namespace (it cannot mount, load modules, bind ports below 1024 or
-act on files of users other than root). ``isolate=False`` runs commands beside the kernel:
-every descendant is then tracked by its session, parent and a marker in its environment, and
-killed. Without namespaces (macOS, containers that forbid ``unshare``, ``isolate=False``) a
+**Processes.** Where the OS allows it (Linux with util-linux's ``unshare`` and ``setpriv`` and
+user namespaces, as an ordinary user or as root), each command runs in its own user, PID and
+mount namespaces (``isolate=True``, the default), with every capability dropped: it sees only
+its own processes in ``/proc`` and cannot undo that (``umount /proc``, a new proc mount,
+``nsenter``, a nested ``unshare``, ``chroot`` all fail), so it cannot read the Python process's
+(or any ancestor's) ``environ``, ``cmdline`` or ``mem``, where credentials stripped from its own
+environment still sit; and when bash returns or overruns ``timeout``, everything it started
+dies with the namespace, however it detached (``setsid``, ``nohup``, ``disown``, double forks,
+``set -m``). The price: ``ps`` shows only the command's own processes, it cannot signal others,
+setuid programs (``sudo``) gain nothing, and root is root in name only: it holds no capability
+(it cannot mount, load modules, bind ports below 1024 or override file permissions: it reads and
+writes what user 0 owns, or what the mode lets anyone). ``isolate=False`` runs commands beside
+the kernel. Each then runs in a cgroup (v2) of its own where this process may make one below its
+own cgroup (root, or a systemd-delegated user slice), and everything left in it is killed, however
+it detached; only a process allowed to move itself to another cgroup (root) escapes that.
+Without such a cgroup every descendant is tracked by its session, parent and a marker in its
+environment, and killed: a process that clears its environment *and* leaves the session and
+its parent (``env -i setsid -f cmd``, an ``env -i`` double fork with ``setsid``) is not found
+and outlives the call. Without namespaces (macOS, containers that forbid ``unshare``, ``isolate=False``) a
 command *can* read the environment of the kernel's ancestors and, as root, of the kernel; the
 Python process is marked non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``), which stops a command
 of the same non-root user from reading its ``/proc`` entries (measured) but not root.
 :func:`isolation` says which applies here, and the capability's instructions tell the model.
-With ``strip_secrets`` (the default) credential-named variables are removed from the child's
-environment. ``root`` confines only the starting directory, not what the command can reach.
+With ``strip_secrets`` (the default) the child's environment keeps every variable but those
+that hold a credential (:func:`~bettong_nb.secrets.stripped_env`): a credential-like name
+(``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*AUTH*``, …), or a value holding a URL
+password (``DATABASE_URL=postgres://u:pw@db``), a known token shape (``sk-…``, ``ghp_…``,
+``AKIA…``, a JWT, a PEM key) or a value redaction hides — removed, not redacted, since a
+command can print a value in any spelling (``rev``, ``${URL#*:*:}``, a few characters at a
+time). ``root`` confines only the starting directory, not what the command can reach.
 
 **Policy.** Each command is parsed as bash (quotes, escapes, ``$(…)``, backticks, ``<(…)``,
 here-documents, subshells, groups, loops, functions, …) into the simple commands it runs,
@@ -52,15 +64,25 @@ including those that wrappers run for it (``sudo``, ``env``, ``xargs``, ``find -
 * The defaults (:data:`DEFAULT_DENY`, a seatbelt, not a sandbox) refuse a few catastrophic
   mistakes, whatever the spelling: recursive deletes of ``/``, ``~``, a home or top-level system
   directory, or everything in one (``rm -rf /usr/../usr``, ``//``, ``/*/``, ``/?*``, ``/{bin,usr}``,
-  ``$HOME``, ``--no-preserve-root``, ``find / -delete``, ``cd / && rm -rf *``); ``mkfs*``,
-  ``wipefs`` and the like on a device; writing to a disk device (``dd of=``, redirections,
+  ``$HOME``, ``${HOME%/*}``, ``${x:-/}``, ``/proc/self/root/usr``, ``--no-preserve-root``,
+  ``find / -delete``, ``find / -name '*' -delete``, ``xargs rm -rf <<< /``, ``cd / && rm -rf *``);
+  ``mkfs*``, ``wipefs``, partition editors (``sgdisk``, ``sfdisk``, ``parted``, ``fdisk``, unless
+  they only list) and the like on a device; writing to a disk device (``dd of=``, redirections,
   ``tee``, ``cp`` onto ``/dev/sd*``, ``/dev/nvme*``, ``/dev/disk/by-id/…``, ``/dev/mapper/…``);
   ``shutdown``/``reboot``/``halt``/``systemctl poweroff``/``kill -9 -1``/``/proc/sysrq-trigger``;
   fork bombs (a function that runs itself in a pipeline, the background or a subshell, whatever
   its name; an endless loop of background jobs); running a download (``curl … | sh``,
-  ``bash <(curl …)``, ``sh -c "$(curl …)"``, ``curl -o x.sh … && sh x.sh``); ``chmod`` making
+  ``bash <(curl …)``, ``sh -c "$(curl …)"``, ``curl -o x.sh … && sh x.sh``, ``bash /dev/stdin``,
+  ``source /dev/stdin``, ``> >(sh)``, ``tee >(sh)``, ``xargs -0 bash -c``); ``chmod`` making
   those directories world-writable, and recursive ``chmod``/``chown``/``chgrp`` of them.
-  Variables other than ``HOME``, functions that take their targets as arguments, ``eval`` of
+  Bash's operators on ``HOME``, ``PWD`` and ``USER`` are evaluated (``${HOME:?}``, ``${HOME%/*}``,
+  ``${PWD:0:5}``), an unknown variable's default counts (``${x:-/}``), ``/proc/<pid>/root/`` is
+  ``/``, and what the seatbelt cannot read where a rule looks is refused, never taken for "no
+  paths": a brace expansion too large to list (but a group of plain names stands as ``*``), an
+  operator it does not evaluate, ``$OLDPWD``, a path through another process's cwd or an open
+  descriptor (``/dev/fd/3/usr``). ``find`` narrows only by a test that can be false and is not
+  negated (``-name '*'``, ``! -name x`` and tests in another ``-o`` branch narrow nothing).
+  Variables other than those, functions that take their targets as arguments, ``eval`` of
   computed text, base64, and programs that act through their own languages (``python -c``)
   walk past it. A quoted argument that reads like a command line is checked as one too, since
   ``ssh``, ``docker exec`` and so many others run theirs: ``echo "rm -rf /"`` is refused, a known
@@ -90,8 +112,8 @@ _ALLOWLIST = "this shell only runs commands matching its allowlist"
 
 def isolation() -> str:
     """How commands are kept apart from this process here: ``"namespaces"`` (user, PID and
-    mount), ``"pid namespace"`` (root where user namespaces are off: a root command could
-    unmount its /proc and see the host's) or ``"none"``."""
+    mount), ``"pid namespace"`` (PID and mount, for root where user namespaces are off) or
+    ``"none"``. In namespaces a command holds no capabilities, so it cannot undo them."""
     return isolation_kind()
 
 
