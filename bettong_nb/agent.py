@@ -82,6 +82,8 @@ def _toolbox_inputs(options: Options) -> tuple:
 
 # --- the loop ---------------------------------------------------------------------------------
 
+MAX_REASON = 2_000  # characters of a denial's reason the model reads (a hook's may be anything)
+
 @dataclass(eq=False)  # identity: a run is the approval scope of its own calls
 class _Run:
     """The state of one run while it goes."""
@@ -148,9 +150,13 @@ class _Run:
         return verdict
 
     def scrubbed(self, verdict: approvals.Verdict) -> approvals.Verdict:
-        """A denial whose reason (a hook's exception text, a person's words) holds no secret."""
+        """A denial whose reason (a hook's exception text, a person's words) holds no secret and
+        is at most MAX_REASON characters: redacted first, so a cut never leaves a secret's prefix."""
         if isinstance(verdict, approvals.Deny) and verdict.reason:
-            return replace(verdict, reason=secrets.redact(verdict.reason, extra=self.secrets)[0])
+            reason = secrets.redact(clean_text(verdict.reason), extra=self.secrets)[0]
+            if len(reason) > MAX_REASON:
+                reason = f"{reason[:MAX_REASON]} [reason cut: {len(reason):,} characters]"
+            return replace(verdict, reason=reason)
         return verdict
 
     async def tool_calls(self, uses: list[dict]) -> list[dict]:
