@@ -25,7 +25,7 @@ from ._sync import awaited, run_sync
 from .errors import ServiceError
 from .images import Prompt
 from .options import PROVIDER_OPTIONS, Options
-from .provider import CallableProvider, Provider, Request, Response, SystemBlock
+from .provider import CallableProvider, Provider, Request, Response, SystemBlock, checked
 from .results import RunResult, ToolCall
 from .sanitize import clean, clean_text
 
@@ -285,7 +285,8 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *,
             listener(events.ModelRequest(run.steps + 1, request.model))
             sent_at, started = time.time(), time.perf_counter()
             try:
-                response = await (provider.stream(request, listener) if options.stream else provider.complete(request))
+                response = checked(await (provider.stream(request, listener) if options.stream
+                                          else provider.complete(request)), provider_name or "the provider")
             except ServiceError as err:  # whatever path made it, the message holds no secret
                 raise err.redact(run.secrets) from None
             latency = time.perf_counter() - started

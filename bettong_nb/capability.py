@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
 from . import images, secrets
+from .json_body import loads
 from .sanitize import clean
 
 __all__ = [
@@ -351,10 +352,9 @@ def arguments(raw: Any) -> tuple[dict | None, str | None]:
         return {}, None
     if isinstance(raw, str):
         try:
-            raw = clean(json.loads(raw))  # a "\ud800" escape decodes to text no request can carry
-        except (ValueError, RecursionError) as exc:
-            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            return None, _BAD_JSON.format(why=why)
+            raw = clean(loads(raw))  # a "\ud800" escape decodes to text no request can carry
+        except ValueError as exc:
+            return None, _BAD_JSON.format(why=exc)
     if not isinstance(raw, Mapping):
         return None, f"ERROR: tool arguments must be a JSON object, got {type(raw).__name__}"
     return dict(raw), None
