@@ -200,7 +200,8 @@ class _Run:
                     output = await cap.run_tool(self.toolbox.registry, call.tool, pending.request.args,
                                                 in_thread=in_thread)
                 text, call.data, pictures = output.text, output.data, output.images
-                call.traceback = output.traceback and secrets.redact(output.traceback, extra=self.secrets)[0]
+                call.traceback = output.traceback and secrets.redact(clean_text(output.traceback),
+                                                                     extra=self.secrets)[0]
             except approvals.Denied as refused:
                 verdict = self.scrubbed(refused.verdict)
         if verdict and pictures:

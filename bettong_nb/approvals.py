@@ -106,16 +106,10 @@ def approve_all(request: ApprovalRequest) -> bool:
 
 
 def _text(value: Any) -> str | None:
-    """A reason as text (None stays None): bytes decoded, anything else as its str, and a value
-    whose str fails by its type's name."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("utf-8", "replace")
-    try:
-        return str(value)
-    except Exception:
-        return f"<a {type(value).__name__} that cannot be shown>"
+    """A reason as text (None stays None)."""
+    from .sanitize import as_text
+
+    return None if value is None else as_text(value)
 
 
 def verdict(value: Any) -> Verdict:

@@ -66,7 +66,9 @@ def test_a_malformed_answer_is_read_or_one_clear_error(case, board, monkeypatch)
     monkeypatch.setenv("RELAY_SERVICE_TOKEN", ENV_SECRET)
     secret = ENV_SECRET if case["wire"] == "ollama" else KEY
     server = board.serve(case["wire"], _answer(case, secret))
-    agent = BY_NAME[case["wire"]].build(server.url, capabilities=[weather()], stream=case["stream"], max_retries=0)
+    seen = []
+    agent = BY_NAME[case["wire"]].build(server.url, capabilities=[weather()], stream=case["stream"], max_retries=0,
+                                        on_event=seen.append)
     expect = case["expect"]
     if "error" in expect:
         with pytest.raises(ProviderError) as caught:
@@ -76,6 +78,7 @@ def test_a_malformed_answer_is_read_or_one_clear_error(case, board, monkeypatch)
         assert secret not in message and secret not in (caught.value.body_excerpt or "")
         return
     result = agent.run("What is the weather in Kaunas?")
+    _encodable(seen)  # what listeners got (streamed deltas too) is text a terminal or a save can take
     if "output" in expect:
         assert result.output == expect["output"]
     else:
@@ -165,3 +168,71 @@ def test_a_structured_answer_nested_too_deep_is_told_to_the_model(depth):
     result = bettong_nb.agent(provider=model, output_type=Rating, output_retries=1).run("rate it")
     assert result.stop_reason == "invalid_output" and "nested more than 100 levels deep" in result.reason
     assert "nested more than 100 levels deep" in model.requests[1].messages[-1]["content"]
+
+
+# --- what a tool gives back that cannot be encoded ------------------------------------------------
+
+class _Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+class _Weird:
+    def __str__(self):
+        return "weird \ud800"
+
+
+def _raise(exc):
+    raise exc
+
+
+# (name, handler, what the model reads): every one reaches the model as clean text, and the
+# ToolCall, the events and the saved session hold nothing UTF-8 cannot encode.
+BROKEN_TOOLS = [
+    ("raises with a lone surrogate", lambda city: _raise(ValueError("bad \ud800 " + city)),
+     "ERROR: ValueError: bad \ufffd Kaunas"),
+    ("raises an exception whose str raises", lambda city: _raise(_Unprintable()),
+     "ERROR: _Unprintable: <a _Unprintable that cannot be shown>"),
+    ("returns a dict with surrogates", lambda city: {"k\udc00": "v\ud800"}, '{"k\ufffd": "v\ufffd"}'),
+    ("returns an object whose str has a surrogate", lambda city: _Weird(), "weird \ufffd"),
+    ("returns ToolOutput(text=5)", lambda city: bettong_nb.ToolOutput(5), "5"),
+    ("returns a ToolOutput with a surrogate and a traceback with one",
+     lambda city: bettong_nb.ToolOutput("ok \ud800", traceback="tb \ud800"), "ok \ufffd"),
+]
+
+
+def _encodable(value, seen=None) -> None:
+    """Every string reachable from ``value`` (dataclasses, dicts, lists) encodes as UTF-8."""
+    import dataclasses
+
+    if isinstance(value, str):
+        value.encode("utf-8")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _encodable(key)
+            _encodable(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _encodable(item)
+    elif dataclasses.is_dataclass(value):
+        for item in vars(value).values():
+            _encodable(item)
+
+
+@pytest.mark.parametrize("name,handler,reads", BROKEN_TOOLS, ids=[b[0] for b in BROKEN_TOOLS])
+def test_what_a_tool_gives_back_never_breaks_a_save_or_the_next_request(name, handler, reads, tmp_path):
+    from bettong_nb.providers.scripted import Scripted
+
+    tool = {"id": "w", "tools": [{"name": "get_weather", "parameters": {"city": {"type": "string"}},
+                                  "handler": handler}]}
+    seen = []
+    model = Scripted([[("get_weather", {"city": "Kaunas"})], "done", "again"])
+    chat = bettong_nb.agent(provider=model, capabilities=[tool], on_event=seen.append).session()
+    first = chat.run("go")
+    chat.run("and now?")
+    assert model.requests[1].messages[-1]["content"][0]["content"] == reads == first.tool_calls[0].result
+    json.dumps([r.messages for r in model.requests], ensure_ascii=False).encode("utf-8")
+    _encodable(first.tool_calls)
+    _encodable(seen)
+    for suffix in ("json", "md", "html"):
+        chat.save(tmp_path / f"chat.{suffix}")
