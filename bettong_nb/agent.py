@@ -25,7 +25,7 @@ from ._sync import awaited, run_sync
 from .errors import ServiceError
 from .images import Prompt
 from .options import PROVIDER_OPTIONS, Options
-from .provider import CallableProvider, Provider, Request, Response, SystemBlock
+from .provider import CallableProvider, Provider, Request, Response, SystemBlock, checked
 from .results import RunResult, ToolCall
 from .sanitize import clean, clean_text
 
@@ -81,6 +81,8 @@ def _toolbox_inputs(options: Options) -> tuple:
 
 
 # --- the loop ---------------------------------------------------------------------------------
+
+MAX_REASON = 2_000  # characters of a denial's reason the model reads (a hook's may be anything)
 
 @dataclass(eq=False)  # identity: a run is the approval scope of its own calls
 class _Run:
@@ -148,9 +150,13 @@ class _Run:
         return verdict
 
     def scrubbed(self, verdict: approvals.Verdict) -> approvals.Verdict:
-        """A denial whose reason (a hook's exception text, a person's words) holds no secret."""
+        """A denial whose reason (a hook's exception text, a person's words) holds no secret and
+        is at most MAX_REASON characters: redacted first, so a cut never leaves a secret's prefix."""
         if isinstance(verdict, approvals.Deny) and verdict.reason:
-            return replace(verdict, reason=secrets.redact(verdict.reason, extra=self.secrets)[0])
+            reason = secrets.redact(clean_text(verdict.reason), extra=self.secrets)[0]
+            if len(reason) > MAX_REASON:
+                reason = f"{reason[:MAX_REASON]} [reason cut: {len(reason):,} characters]"
+            return replace(verdict, reason=reason)
         return verdict
 
     async def tool_calls(self, uses: list[dict]) -> list[dict]:
@@ -194,7 +200,8 @@ class _Run:
                     output = await cap.run_tool(self.toolbox.registry, call.tool, pending.request.args,
                                                 in_thread=in_thread)
                 text, call.data, pictures = output.text, output.data, output.images
-                call.traceback = output.traceback and secrets.redact(output.traceback, extra=self.secrets)[0]
+                call.traceback = output.traceback and secrets.redact(clean_text(output.traceback),
+                                                                     extra=self.secrets)[0]
             except approvals.Denied as refused:
                 verdict = self.scrubbed(refused.verdict)
         if verdict and pictures:
@@ -279,7 +286,8 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *,
             listener(events.ModelRequest(run.steps + 1, request.model))
             sent_at, started = time.time(), time.perf_counter()
             try:
-                response = await (provider.stream(request, listener) if options.stream else provider.complete(request))
+                response = checked(await (provider.stream(request, listener) if options.stream
+                                          else provider.complete(request)), provider_name or "the provider")
             except ServiceError as err:  # whatever path made it, the message holds no secret
                 raise err.redact(run.secrets) from None
             latency = time.perf_counter() - started

@@ -8,13 +8,17 @@
 An ``approve_fn`` is asked before every call. Truthy allows (so a set of tool names works),
 falsy denies, ``Deny(reason)`` denies with a reason the model reads, a mapping denies only when
 its ``"allowed"`` is False, True/False allow/deny everything, and a hook that raises denies.
-``Deny(stop=True)`` also ends the run after this round of calls.
+``Deny(stop=True)`` also ends the run after this round of calls. Whatever else a hook gives (a
+generator, a value whose truth cannot be told, an awaitable of an awaitable) denies, with a
+reason; a reason that is not text is shown as text.
 
 Some tools must never run on an automatic yes (``run_python``): :func:`requires_person` wraps
 such a tool so that it runs only on a person's own decision — a click or a keypress, never a
-headless policy, a timeout or a hook. Who that person is depends on where the agent runs: y/N
-in a terminal by default, buttons in a notebook once ``%load_ext bettong_nb`` installed them
-(:func:`install_person`), or whatever a cell puts in place for its duration (:func:`person`).
+headless policy, a timeout or a hook. Only the library's own channels can say a person
+decided: y/N asked by :func:`ask_in_terminal` when stdin and stdout are a terminal, and the
+notebook's buttons (installed by ``%load_ext bettong_nb`` with :func:`install_person`, or put in
+place by a cell for its duration with :func:`person`). An ``Allow`` any other code makes is an
+automatic yes, whatever it says.
 """
 
 from __future__ import annotations
@@ -47,12 +51,26 @@ class ApprovalRequest:
 
 @dataclass(frozen=True)
 class Allow:
-    """An approval. ``person`` says a person decided it (a click, a keypress)."""
+    """An approval. ``person`` says a person decided it (a click, a keypress): only a channel
+    that asked one sets it (:func:`_person_said`), so no approve_fn can claim it."""
 
-    person: bool = False
+    # The request the person answered, by identity: that call, and no other, had a person's yes.
+    _answered: ApprovalRequest | None = field(default=None, init=False, compare=False, repr=False)
+
+    @property
+    def person(self) -> bool:
+        return self._answered is not None
 
     def __bool__(self) -> bool:
         return True
+
+
+def _person_said(request: ApprovalRequest) -> Allow:
+    """A person's yes to ``request``: for the library's own channels (the terminal, the
+    notebook's buttons), which asked one."""
+    given = Allow()
+    object.__setattr__(given, "_answered", request)
+    return given
 
 
 @dataclass(frozen=True)
@@ -62,7 +80,6 @@ class Deny:
 
     reason: str | None = None
     stop: bool = False
-    person: bool = False
 
     def __bool__(self) -> bool:
         return False
@@ -88,17 +105,30 @@ def approve_all(request: ApprovalRequest) -> bool:
     return True
 
 
+def _text(value: Any) -> str | None:
+    """A reason as text (None stays None)."""
+    from .sanitize import as_text
+
+    return None if value is None else as_text(value)
+
+
 def verdict(value: Any) -> Verdict:
-    """Whatever an approve_fn returned, as Allow or Deny."""
-    if isinstance(value, (Allow, Deny)):
+    """Whatever an approve_fn returned, as a plain Allow or Deny (a Deny's reason as text). It
+    may raise on a value whose truth cannot be told (:func:`decide` turns that into a denial)."""
+    if type(value) is Allow:
         return value
+    if isinstance(value, Deny):
+        return Deny(_text(value.reason), stop=bool(value.stop))
+    if inspect.isgenerator(value) or inspect.isasyncgen(value):  # a truthy object, never an answer
+        return Deny("the approval hook yields; it must return its verdict")
     if isinstance(value, Mapping):
-        return Deny(value.get("reason")) if value.get("allowed") is False else Allow()
-    return Allow() if value else Deny()
+        return Deny(_text(value.get("reason"))) if value.get("allowed") is False else Allow()
+    return Allow() if value else Deny()  # a subclass of Allow too: a plain yes, never a person's
 
 
 async def decide(approve_fn: Any, request: ApprovalRequest) -> Verdict:
-    """Ask ``approve_fn`` (None allows) about ``request``; a hook that raises denies."""
+    """Ask ``approve_fn`` (None allows) about ``request``. Every outcome is a verdict: a hook
+    that raises, or whose answer cannot be read, denies (fails closed)."""
     if approve_fn is None or isinstance(approve_fn, bool):
         return Allow() if approve_fn is not False else Deny()
     if isinstance(approve_fn, (set, frozenset)):
@@ -107,14 +137,30 @@ async def decide(approve_fn: Any, request: ApprovalRequest) -> Verdict:
         answer = approve_fn(request)
         if inspect.isawaitable(answer):
             answer = await answer
+            if inspect.isawaitable(answer):
+                if inspect.iscoroutine(answer):
+                    answer.close()  # never awaited: closed, so it warns nobody
+                return Deny("the approval hook gave an awaitable whose result is another awaitable")
+        return verdict(answer)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():  # the run itself is being cancelled
+            raise
+        return Deny("the approval hook was cancelled")
     except Exception as exc:
-        return Deny(f"approval hook threw: {exc}")
-    return verdict(answer)
+        return Deny(f"approval hook threw: {_text(exc)}")
+
+
+def _terminal() -> bool:
+    """Whether a person sits at this process: stdin and stdout both a terminal (a piped "y" is
+    no one's keypress)."""
+    return all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout))
 
 
 def ask_in_terminal(request: ApprovalRequest) -> Verdict:
-    """Ask y/N on stdin; anything but y/yes denies. Either answer is a person's. What the model
-    wrote (the tool name, its arguments) reaches the terminal without control sequences."""
+    """Ask y/N on stdin; anything but y/yes denies. A yes is a person's when stdin and stdout
+    are a terminal; a piped answer is an automatic one. What the model wrote (the tool name, its
+    arguments) reaches the terminal without control sequences."""
     from .sanitize import terminal_text
 
     shown = terminal_text(f"{request.tool} {json.dumps(request.args, ensure_ascii=False, default=str)}")
@@ -123,13 +169,15 @@ def ask_in_terminal(request: ApprovalRequest) -> Verdict:
         answer = input()
     except EOFError:
         answer = ""
-    return Allow(person=True) if answer.strip().lower() in ("y", "yes") else Deny("denied by the user", person=True)
+    if answer.strip().lower() not in ("y", "yes"):
+        return Deny("denied by the user")
+    return _person_said(request) if _terminal() else Allow()
 
 
 # --- the person -------------------------------------------------------------------------------
 
 async def _terminal_or_nobody(request: ApprovalRequest) -> Verdict:
-    if sys.stdin is not None and sys.stdin.isatty():
+    if _terminal():
         return await asyncio.to_thread(ask_in_terminal, request)
     return Deny(f"{request.tool} needs a person's approval and nobody can be asked here "
                 "(no notebook, no terminal); the user can opt out with require_approval=False")
@@ -160,8 +208,7 @@ def person(asker: Person) -> Iterator[None]:
 
 async def ask_a_person(request: ApprovalRequest) -> Verdict:
     """The verdict of whoever can be asked here (see the module doc)."""
-    asker = _current.get() or _installed[0]
-    return verdict(await asker(request))
+    return await decide(_current.get() or _installed[0], request)
 
 
 # --- conversations ----------------------------------------------------------------------------
@@ -193,11 +240,13 @@ _call: contextvars.ContextVar[tuple[ApprovalRequest, Verdict] | None] = contextv
 @contextlib.contextmanager
 def approved(request: ApprovalRequest, given: Verdict) -> Iterator[None]:
     """The loop runs each allowed call inside this block, so a tool wrapper can see how the
-    call was allowed."""
-    token = _call.set((request, given))
+    call was allowed. What the tool runs is outside the conversation: a run it starts (another
+    agent, a sub-task) has its own "allow always"."""
+    token, outside = _call.set((request, given)), _conversation.set(None)
     try:
         yield
     finally:
+        _conversation.reset(outside)
         _call.reset(token)
 
 
@@ -213,10 +262,10 @@ def requires_person(tool: Any) -> Any:
 
     async def handler(**args: Any) -> Any:
         request, given = _call.get() or (ApprovalRequest(tool.name, args, None), Allow())
-        if not given.person:
+        if given._answered is not request:  # no person allowed this very call
             events.emit(events.ApprovalRequested(request.call_id, request.tool, request.capability, args))
             answer = await ask_a_person(request)
-            if not (answer and answer.person):
+            if not (answer and answer._answered is request):
                 why = answer.reason if isinstance(answer, Deny) and answer.reason else (
                     f"{tool.name} needs a person's approval, and no person allowed this call "
                     "(an automatic yes does not count)")

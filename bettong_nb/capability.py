@@ -31,11 +31,12 @@ import re
 import traceback
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
 from . import images, secrets
-from .sanitize import clean
+from .json_body import loads
+from .sanitize import as_text, clean
 
 __all__ = [
     "Capability",
@@ -351,10 +352,9 @@ def arguments(raw: Any) -> tuple[dict | None, str | None]:
         return {}, None
     if isinstance(raw, str):
         try:
-            raw = clean(json.loads(raw))  # a "\ud800" escape decodes to text no request can carry
-        except (ValueError, RecursionError) as exc:
-            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            return None, _BAD_JSON.format(why=why)
+            raw = clean(loads(raw))  # a "\ud800" escape decodes to text no request can carry
+        except ValueError as exc:
+            return None, _BAD_JSON.format(why=exc)
     if not isinstance(raw, Mapping):
         return None, f"ERROR: tool arguments must be a JSON object, got {type(raw).__name__}"
     return dict(raw), None
@@ -384,11 +384,12 @@ async def run_tool(reg: Mapping[str, RegisteredTool], name: str, args: Mapping[s
         raise
     except Exception as exc:  # the model reads the error; the run goes on
         ours = getattr(entry.handler, "__module__", None) or ""
-        message = str(exc) if ours.startswith("bettong_nb.") else f"{type(exc).__name__}: {exc}"
+        said = as_text(exc)  # an exception whose str raises is named by its type
+        message = said if ours.startswith("bettong_nb.") else f"{type(exc).__name__}: {said}"
         where = "".join(traceback.format_exception(exc.with_traceback(exc.__traceback__.tb_next)))
-        return ToolOutput(f"ERROR: {message}" if str(exc) else f"ERROR: {type(exc).__name__}", traceback=where)
-    if isinstance(value, ToolOutput):
-        return value
+        return ToolOutput(f"ERROR: {message}" if said else f"ERROR: {type(exc).__name__}", traceback=where)
+    if isinstance(value, ToolOutput):  # its text as text, whatever the handler put there
+        return value if isinstance(value.text, str) else replace(value, text=stringify(value.text))
     return ToolOutput("", images=(value,)) if images.is_image(value) else ToolOutput(stringify(value))
 
 

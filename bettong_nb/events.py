@@ -15,6 +15,8 @@ import contextvars
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .sanitize import clean_text
+
 __all__ = [
     "Event",
     "RunStarted",
@@ -38,6 +40,13 @@ __all__ = [
 @dataclass(frozen=True)
 class Event:
     kind = "event"
+
+    def __post_init__(self) -> None:
+        # A delta the server streamed, a person's reason, a retry's message: text from outside may
+        # hold lone surrogates, mended here so no listener (a terminal, a log, a save) fails on it.
+        for name, value in vars(self).items():
+            if isinstance(value, str) and not value.isascii():
+                object.__setattr__(self, name, clean_text(value))
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ import httpx
 
 from . import events, secrets
 from .errors import ServiceError
+from .json_body import loads
 
 __all__ = ["Transport", "Gate", "gated", "RETRY_STATUSES", "MAX_RETRY_AFTER", "borrow", "close_clients",
            "timeout_config", "excerpt"]
@@ -169,7 +170,7 @@ def _server_message(text: str) -> str:
     """What the server said: ``error.message``, ``message`` or ``error``, else the body (whole:
     :meth:`Transport.fail` cuts the message once it is redacted)."""
     try:
-        data = json.loads(text)
+        data = loads(text)
     except ValueError:
         return text.strip()
     if isinstance(data, Mapping):
@@ -364,7 +365,7 @@ class Transport:
         """:meth:`request`, then the body as JSON; a body that is not JSON is an error."""
         response = await self.request(method, path, **kwargs)
         try:
-            return response.json()
+            return loads(response.content)
         except ValueError:
             body = self._redacted(response.text)
             raise self.fail(self.not_json_message(response.status_code, body), status=response.status_code,

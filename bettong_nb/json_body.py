@@ -11,6 +11,9 @@ shares with the one before it (the system prompt, the history, the tool schemas:
 prefix) encodes to the same bytes again. :class:`Reuse` keeps those bytes by identity, and
 :func:`body` puts them in place unchanged: the result is byte for byte
 ``json.dumps(fields, ensure_ascii=False).encode()``.
+
+What comes back (a response body, a stream event, a model's tool arguments) is read with
+:func:`loads`, for which no JSON text, however deep, is anything but a value or a ValueError.
 """
 
 from __future__ import annotations
@@ -18,12 +21,46 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
-__all__ = ["Encoded", "Reuse", "array", "body", "encode"]
+__all__ = ["Encoded", "Reuse", "array", "body", "encode", "loads"]
 
 T = TypeVar("T")
 
 # json.dumps(value, ensure_ascii=False) without building an encoder on every call
 encode: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
+
+
+# How deep a value read from a server or a model may nest. Real ones nest a few levels (a body
+# around tool arguments around the model's data); what goes deeper is hostile. Under the limit,
+# every later walk of the value (cleaning, redacting, encoding the next request, saving) stays far
+# from Python's recursion limit; 100,000 brackets would crash the parser itself.
+MAX_DEPTH = 100
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads(text)``, where JSON nested deeper than :data:`MAX_DEPTH` raises ValueError
+    like any other text that is not JSON, so each reader's one ``except ValueError`` covers it."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        value = None
+    else:
+        opening = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
+        # counting is cheap, and most text has too few brackets to nest that deep
+        if sum(map(text.count, opening)) <= MAX_DEPTH or _depth_within(value, MAX_DEPTH):
+            return value
+    raise ValueError(f"JSON nested more than {MAX_DEPTH} levels deep")
+
+
+def _depth_within(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests at most ``limit`` containers deep (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return False
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return True
 
 
 class Encoded(str):

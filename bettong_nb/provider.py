@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterator, Protocol, runtime_checkable
 
 from .errors import ServiceError
+from .json_body import loads
 from .usage import Usage
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "decode_arguments",
     "reading",
     "malformed",
+    "checked",
 ]
 
 
@@ -201,8 +203,8 @@ def decode_arguments(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
-    except (ValueError, RecursionError):
+        return loads(value)
+    except ValueError:
         return value
 
 
@@ -211,6 +213,29 @@ def malformed(provider: str, what: str, value: Any) -> ProviderError:
     redacts the error, then cuts it short."""
     shown = json.dumps(value, ensure_ascii=False, default=str)
     return ProviderError(f"{provider} sent {what}: {shown}", provider=provider)
+
+
+# The fields of a neutral block the loop reads as text (a tool call's also must be there).
+_TEXT_FIELDS = {"text": ("text",), "thinking": ("text",), "tool_use": ("id", "name")}
+
+
+def checked(response: Response, provider: str) -> Response:
+    """``response`` when its content keeps the seam's shape — a list of objects, each with a
+    text ``type``; the text of text and thinking blocks, a tool call's id and name, all text —
+    else a ProviderError quoting what broke it. The loop checks every provider's answer (a
+    custom one's too) here, so a wrong JSON type anywhere in a body never trips it later."""
+    content = response.content
+    if not isinstance(content, list):
+        raise malformed(provider, "an answer whose content is not a list of blocks", content)
+    for block in content:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if not isinstance(kind, str):
+            raise malformed(provider, "a content block that is not an object with a type", block)
+        for key in _TEXT_FIELDS.get(kind, ()):
+            if not isinstance(block.get(key), str):
+                shown = {k: v for k, v in block.items() if k != "raw"}
+                raise malformed(provider, f"a {kind} block whose {key!r} is not a string", shown)
+    return response
 
 
 @contextlib.contextmanager

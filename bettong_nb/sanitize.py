@@ -597,6 +597,18 @@ def clean_text(text: str) -> str:
     return text
 
 
+def as_text(value: Any) -> str:
+    """Any value as clean text: bytes decoded (bad bytes replaced), anything else as its str, and
+    a value whose str raises by its type's name — for what a hook or a tool hands back or raises."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except Exception:
+        return f"<a {type(value).__name__} that cannot be shown>"
+    return clean_text(text) if isinstance(text, str) else f"<a {type(value).__name__} that cannot be shown>"
+
+
 def clean(value: Any) -> Any:
     """:func:`clean_text` through a JSON-like value (a message, a block, decoded arguments):
     every string cleaned, the same object back when nothing needed it."""

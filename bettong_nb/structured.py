@@ -36,6 +36,7 @@ import types
 import typing
 from typing import Any, Callable, Literal, Mapping
 
+from .json_body import loads
 from .provider import unfence
 
 __all__ = ["Shape", "Invalid", "schema_of", "errors", "column_schema"]
@@ -340,11 +341,9 @@ class Shape:
         if not body:
             raise Invalid("the answer was empty")
         try:
-            data = json.loads(body)
+            data = loads(body)
         except ValueError as exc:
             raise Invalid(f"the answer is not JSON ({exc})") from None
-        except RecursionError:
-            raise Invalid("the answer is JSON nested too deeply to read") from None
         if self.wrapped and not (isinstance(data, dict) and data.keys() == {_WRAP}):
             data = {_WRAP: data}  # the bare value: what the wrapper stood for
         found = errors(data, self.schema) if self._checked else []

@@ -191,8 +191,9 @@ def test_ask_in_terminal(monkeypatch, capsys, line, allowed):
 
     monkeypatch.setattr("sys.stdin", io.StringIO(line))
     verdict = bettong_nb.ask_in_terminal(bettong_nb.ApprovalRequest("run_shell", {"command": "ls"}, "shell"))
-    # either answer is a person's: a yes lets a tool that needs a person run
-    assert verdict == (bettong_nb.Allow(person=True) if allowed else Deny("denied by the user", person=True))
+    # a piped answer is nobody's keypress: its yes is an automatic one (tests/test_approvals_hostile.py)
+    assert verdict == (bettong_nb.Allow() if allowed else Deny("denied by the user"))
+    assert not getattr(verdict, "person", False)
     assert 'Allow run_shell {"command": "ls"} ? [y/N]' in capsys.readouterr().out
 
 

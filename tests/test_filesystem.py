@@ -13,6 +13,7 @@ nothing changed except what the case wrote or deleted.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -29,6 +30,7 @@ from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 import bettong_nb
 from bettong_nb.capabilities.filesystem import MAX_READ_CHARS, filesystem, is_credential_path
 from bettong_nb.capability import registry, schemas
+from bettong_nb.providers.scripted import Scripted
 from support.tools import model_reads
 
 CORPORA = Path(__file__).parent / "corpora"
@@ -463,6 +465,49 @@ def test_reading_at_any_offset_keeps_memory_bounded(tmp_path, size, offset, expe
     probe = json.loads(done.stdout)
     assert expected in probe["tail"]
     assert probe["peak"] < 4 << 20 and probe["rss_kib"] < 16 << 10  # decoding up to the offset would take >= 64 MB
+
+
+# (name, the body after a text head): 48 MB each, bytes a UTF-8 decoder rejects in every way.
+# An error handler called per bad sequence took minutes for these (251 s for 200 MB).
+NOT_UTF8 = [
+    ("every byte invalid", b"\xff" * (48 << 20)),
+    ("valid and invalid bytes alternating", b"a\xff" * (24 << 20)),
+    ("three-byte sequences cut short", b"\xe2\x82a" * (16 << 20)),
+    ("encoded surrogates", b"\xed\xa0\x80" * (16 << 20)),
+]
+
+
+@pytest.mark.parametrize("name,body", NOT_UTF8, ids=[n for n, _ in NOT_UTF8])
+def test_reading_deep_into_bytes_that_are_not_utf8_is_fast_and_leaves_the_loop_free(name, body, tmp_path):
+    head = b"a text file that goes bad after its head\n" * 250
+    (tmp_path / "bad.txt").write_bytes(head + body)
+    whole = len((head + body).decode("utf-8", "replace"))
+    offset = whole - 1_000
+    model = Scripted([[("read_file", {"path": "bad.txt", "offset": offset})], "done"])
+    agent = bettong_nb.agent(provider=model, capabilities=[filesystem(root=tmp_path)])
+    gaps = []
+
+    async def main():
+        async def tick():
+            while True:
+                before = time.perf_counter()
+                await asyncio.sleep(0.005)
+                gaps.append(time.perf_counter() - before)
+
+        ticker = asyncio.create_task(tick())
+        started = time.perf_counter()
+        result = await agent.arun("read it")
+        took = time.perf_counter() - started
+        ticker.cancel()
+        return result, took
+
+    result, took = asyncio.run(main())
+    page = model.requests[1].messages[-1]["content"][0]["content"]
+    assert took < 10, f"{took:.1f} s"  # the decode is C speed: well under a second here
+    assert result.tool_calls[0].status == "ok" and page.endswith(
+        f"from offset {offset} of {whole:,} characters; that is the end of the file.]")
+    assert "undecodable byte sequence(s) are shown as \ufffd" in page and len(page) < 2_000
+    assert max(gaps) < max(0.5, took / 2), "the read held up the event loop"
 
 
 def test_pages_decode_the_same_across_read_chunks(tmp_path):

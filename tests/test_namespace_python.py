@@ -143,7 +143,12 @@ def test_every_call_needs_a_person_even_when_the_agent_allows_all():
 def test_an_approve_fn_that_asks_a_person_is_enough(monkeypatch):
     import io
 
-    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    class Terminal(io.StringIO):  # a person typing: stdin and stdout are a terminal
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr("sys.stdin", Terminal("y\n"))
+    monkeypatch.setattr("sys.stdout", Terminal())
     ns = {}
     model = Scripted([[("run_python", {"code": "touched = True"})], "ok"])
     bettong_nb.agent(provider=model, capabilities=[caps.python(ns)], approve_fn=bettong_nb.ask_in_terminal).run("go")

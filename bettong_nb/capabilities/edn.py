@@ -24,7 +24,6 @@ pretty-printed (only its start would be shown anyway).
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -32,6 +31,7 @@ from typing import Any, Callable
 from .. import edn as _edn
 from .._rooted import Root, read_up_to
 from ..capability import Tool
+from ..json_body import loads
 from ..edn._walk import find, read_piece
 
 __all__ = ["edn", "EdnCapability", "MAX_FILE_BYTES", "MAX_SHOWN_CHARS", "MAX_PRINTED_CHARS"]
@@ -54,7 +54,7 @@ def _key_path(key_path: Any) -> list:
     if isinstance(key_path, str) and key_path.lstrip().startswith("["):
         # models sometimes send the array as a JSON string: "[\":server\", \":port\"]"
         try:
-            decoded = json.loads(key_path)
+            decoded = loads(key_path)
         except ValueError:
             decoded = None
         if isinstance(decoded, list):

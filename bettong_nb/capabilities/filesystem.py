@@ -29,12 +29,15 @@ read on (``offset``/``limit``, counted in characters), describes binary files in
 dumping them, replaces bytes that are not UTF-8 with U+FFFD and says how many it shows,
 and answers ``(empty file)`` for an empty one. A page is found by decoding the file a chunk
 at a time and dropping what lies before the offset, so memory stays under a few MB whatever
-offset and file size the model picks (the time grows with the offset). ``list_dir`` shows at most 1000 entries; names holding
+offset and file size the model picks. The time grows with the offset (about a second per few
+hundred MB, bytes that are not UTF-8 included); the tool reads in a worker thread, so the
+agent's event loop goes on meanwhile. ``list_dir`` shows at most 1000 entries; names holding
 control characters are shown JSON-quoted.
 """
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import json
 import os
@@ -109,7 +112,7 @@ class Filesystem:
         tools = [
             Tool(
                 name="read_file",
-                handler=self.read_file,
+                handler=self._read_file_in_thread,
                 description=(f"Read a UTF-8 text file. At most {MAX_READ_CHARS} characters come back per call; "
                              "pass offset to continue a long file. Binary files are described, not shown."),
                 parameters={
@@ -157,6 +160,11 @@ class Filesystem:
         return self._root.read(path, lambda fd, info: _read_text(fd, info.st_size, path, start, count),
                                directory_note="it is a directory; use list_dir")
 
+    async def _read_file_in_thread(self, path: str | None = None, offset: Any = None, limit: Any = None) -> str:
+        """The ``read_file`` tool: :meth:`read_file` in a worker thread, since reading up to a deep
+        offset of a large file takes a while and must not hold up the agent's event loop."""
+        return await asyncio.to_thread(self.read_file, path, offset, limit)
+
     def list_dir(self, path: str | None = None) -> str:
         """Entries of a directory, one a line, directories ending in "/", sorted."""
         entries = self._root.list("." if path is None else path, file_note="it is a file; use read_file")
@@ -192,6 +200,16 @@ def _marked(error: UnicodeDecodeError) -> tuple[str, int]:
 
 _MARK = "\udcff"  # stands for one undecodable sequence; strict UTF-8 decoding never yields a surrogate
 codecs.register_error("bettong_nb.mark", _marked)
+_UTF8 = codecs.getincrementaldecoder("utf-8")
+
+
+def _decoded_marked(chunk: bytes, state: tuple, final: bool) -> str:
+    """``chunk`` decoded from the decoder ``state`` with each undecodable sequence as _MARK: the
+    same characters "replace" gives (one per sequence), but told apart from a U+FFFD that is
+    really in the file. A Python call per sequence, so only for the chunks a page shows."""
+    decoder = _UTF8("bettong_nb.mark")
+    decoder.setstate(state)
+    return decoder.decode(chunk, final=final)
 
 
 def _read_text(fd: int, size: int, shown: str, offset: int, limit: int) -> str:
@@ -202,8 +220,11 @@ def _read_text(fd: int, size: int, shown: str, offset: int, limit: int) -> str:
     # Decoded a chunk at a time and dropped up to the offset, so memory stays a few MB
     # whatever the offset and the file's size. A file no longer than 4 bytes per character
     # up to the window's end is also counted to its end, so its length in characters is known.
+    # Counting runs at C speed ("replace" has a fast path; an error handler of our own would be
+    # called once per bad sequence: minutes for a file of them); only a chunk the page shows is
+    # decoded again, from the same state, with the bad sequences marked.
     count_to_end = size <= 4 * (offset + limit) + 4
-    decoder = codecs.getincrementaldecoder("utf-8")("bettong_nb.mark")
+    decoder = _UTF8("replace")
     seen = 0  # characters decoded so far
     window: list[str] = []
     wanted = limit
@@ -211,9 +232,12 @@ def _read_text(fd: int, size: int, shown: str, offset: int, limit: int) -> str:
     while not at_end:
         chunk = os.read(fd, _CHUNK_BYTES)
         at_end = not chunk
+        state = decoder.getstate()
         text = decoder.decode(chunk, final=at_end)
         if seen + len(text) > offset:
             start = max(0, offset - seen)
+            if wanted:
+                text = _decoded_marked(chunk, state, at_end)
             piece = text[start:start + wanted]
             window.append(piece)
             wanted -= len(piece)

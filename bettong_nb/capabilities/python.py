@@ -5,8 +5,8 @@
 
 **This runs arbitrary code with your rights**: it can read and change your variables, files and
 anything else you can. By default every call needs a person's own decision — the notebook's
-buttons, or y/N in a terminal — whatever the agent's approve_fn says (an approve_fn's yes counts
-only when a person gave it); where nobody can be asked (nbclient, CI) the call is denied. ``require_approval=False``
+buttons, or y/N in a terminal — whatever the agent's approve_fn says (its yes counts only when
+one of those channels got it from a person, never when the approve_fn says so itself); where nobody can be asked (nbclient, CI) the call is denied. ``require_approval=False``
 opts out; do that only for code you would run unread.
 
 The tool run_python(code) captures stdout, stderr, the value of a final expression and any

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from ..capability import Tool
 from ..errors import ServiceError
 from ..http import Transport
+from ..json_body import loads
 from ..portable import rebuild
 
 if TYPE_CHECKING:
@@ -338,7 +339,7 @@ def _detail(body: str) -> str:
     """What the server said: the message inside its JSON error, else the body's text, on one
     line and whole (the transport cuts the message once it is redacted)."""
     try:
-        data = json.loads(body)
+        data = loads(body)
     except ValueError:
         data = None
     if isinstance(data, Mapping):

@@ -10,7 +10,7 @@ Each call gets a prompt: the tool, its arguments and capability, buttons Allow, 
 the model when you deny. Stop denies the call and every later one in the same run, so the
 model answers with what it has; so does a kernel interrupt while a prompt waits, except in a
 cell awaiting a run (``%%agent``, ``await agent.arun(...)``), where the stop button ends the cell at once. A click is a person's decision
-(``Allow(person=True)``); the headless policy's and a timeout's are not, so they never let a
+(an ``Allow`` whose ``person`` is True); the headless policy's and a timeout's are not, so they never let a
 tool that needs a person (run_python) run.
 
 Once decided, a prompt gives way to one line of record ("allowed by you", "allowed always
@@ -37,7 +37,7 @@ import weakref
 from typing import Any, Callable
 
 from .._kernel import jupyter_kernel
-from ..approvals import Allow, ApprovalRequest, Deny, Verdict
+from ..approvals import Allow, ApprovalRequest, Deny, Verdict, _person_said
 from ..results import STOPPED
 from ..transcript_html import ERROR_COLOUR, MUTED_STYLE, OK_COLOUR, css_id
 from . import interrupts
@@ -159,10 +159,10 @@ class _Prompt:
                                    tooltip="deny this and every later tool call in this run")
         self.reason = widgets.Text(placeholder="reason (optional)", layout=widgets.Layout(width="24em"))
         self.status = widgets.HTML("")
-        self.allow.on_click(lambda _: self.decide(Allow(person=True), ALLOWED))
+        self.allow.on_click(lambda _: self.decide(_person_said(request), ALLOWED))
         self.always.on_click(lambda _: self.decide("always", ALWAYS))
         self.deny.on_click(lambda _: self._denied())
-        self.stop.on_click(lambda _: self.decide(Deny(STOP_REASON, stop=True, person=True), STOPPED))
+        self.stop.on_click(lambda _: self.decide(Deny(STOP_REASON, stop=True), STOPPED))
         self.widget = widgets.VBox([header, widgets.HBox([self.allow, self.always, self.deny, self.stop]),
                                     self.reason, self.status])
         self.widget.add_class("bettong-approval")
@@ -170,7 +170,7 @@ class _Prompt:
 
     def _denied(self) -> None:
         reason = self.reason.value.strip()
-        self.decide(Deny(reason or "denied by the user", person=True), f"denied: {reason}" if reason else
+        self.decide(Deny(reason or "denied by the user"), f"denied: {reason}" if reason else
                     "denied by you")
 
     def decide(self, verdict: Any, shown: str) -> None:
@@ -266,7 +266,7 @@ class ButtonApprover:
         scope = request.scope if request.scope is not None else self
         if request.tool in _always.get(scope, ()):
             self._settle(None, request, ALWAYS)
-            return Allow(person=True)  # a person said so, for this conversation
+            return _person_said(request)  # a person said so, for this conversation
         if threading.current_thread() is not threading.main_thread() and jupyter_kernel() is not None:
             return self._blocked(scope)
         if not await frontend_connected(timeout=self.probe_timeout):
@@ -277,7 +277,7 @@ class ButtonApprover:
         self.prompts.append(prompt)
 
         def interrupted() -> None:
-            prompt.decide(Deny(INTERRUPT_REASON, stop=True, person=True), STOPPED)
+            prompt.decide(Deny(INTERRUPT_REASON, stop=True), STOPPED)
 
         watching = _interrupts.add(interrupted)  # before the prompt is on screen, so no interrupt slips by
         try:
@@ -295,7 +295,7 @@ class ButtonApprover:
                 _interrupts.discard(interrupted)
         if verdict == "always":
             _always.setdefault(scope, set()).add(request.tool)
-            return Allow(person=True)
+            return _person_said(request)
         return verdict
 
 

@@ -40,13 +40,12 @@ What goes on the wire, and the choices made:
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, AsyncIterator, Callable, Iterable, Mapping
 
 from .. import events
 from ..http import RETRY_STATUSES, Transport
-from ..json_body import Encoded, Reuse, array, encode
+from ..json_body import Encoded, Reuse, array, encode, loads
 from ..json_body import body as json_body
 from ..portable import rebuild
 from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
@@ -348,7 +347,7 @@ class _StreamFold:
                 raw["thinking"] = text
             elif "input" in raw:  # tool_use and the server-side tool blocks stream their input as JSON
                 try:
-                    raw["input"] = json.loads(text) if text.strip() else {}
+                    raw["input"] = loads(text) if text.strip() else {}
                 except ValueError:
                     if kind != "tool_use":
                         raise ProviderError(f"{self.provider} streamed a {kind} block whose input is not JSON",
@@ -373,13 +372,13 @@ async def _sse_events(lines: AsyncIterator[str], provider: str) -> AsyncIterator
             continue  # event:/id:/comment lines; the type is in the JSON too
         text, data = "\n".join(data), []
         try:
-            yield json.loads(text)
+            yield loads(text)
         except ValueError:
             raise ProviderError(f"{provider} sent a stream event that is not JSON: {text}",
                                 provider=provider) from None
     if data:
         try:
-            yield json.loads("\n".join(data))
+            yield loads("\n".join(data))
         except ValueError:
             pass  # an event cut in half: the missing message_stop reports it
 

@@ -38,7 +38,7 @@ from typing import Any, AsyncIterator, Callable, Mapping
 
 from .. import events
 from ..http import Transport
-from ..json_body import Encoded, Reuse, array, encode
+from ..json_body import Encoded, Reuse, array, encode, loads
 from ..json_body import body as json_body
 from ..portable import rebuild
 from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
@@ -261,7 +261,7 @@ class OllamaProvider:
                 if not line.strip():
                     continue
                 try:
-                    chunk = _check(json.loads(line), self.name)
+                    chunk = _check(loads(line), self.name)
                 except ValueError:
                     raise ProviderError(f"{self.name} sent a stream line that is not JSON: {line}",
                                         provider=self.name) from None

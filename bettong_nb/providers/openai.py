@@ -26,7 +26,7 @@ from typing import Any, AsyncIterator, Callable, Mapping
 
 from .. import events
 from ..http import Transport
-from ..json_body import Encoded, Reuse, array, encode
+from ..json_body import Encoded, Reuse, array, encode, loads
 from ..json_body import body as json_body
 from ..options import Options
 from ..portable import rebuild
@@ -294,7 +294,7 @@ class OpenAIProvider:
                     state.finished = True
                     break
                 try:
-                    chunk = json.loads(data)
+                    chunk = loads(data)
                 except ValueError:
                     raise ProviderError(f"{self.name} sent a stream event that is not JSON: {data}",
                                         provider=self.name) from None
