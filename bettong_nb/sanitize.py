@@ -67,7 +67,7 @@ from .images import MEDIA_TYPES
 
 __all__ = ["markdown_html", "html_answer", "allowed_html", "safe_link", "markdown_text", "markdown_tree",
            "markdown_literal",
-           "markdown_code", "markdown_fence", "terminal_text", "clean_text", "clean"]
+           "markdown_code", "markdown_fence", "terminal_text", "clean_text", "clean", "as_text"]
 
 # --- URLs ---------------------------------------------------------------------------------------
 
@@ -603,10 +603,10 @@ def as_text(value: Any) -> str:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value).decode("utf-8", "replace")
     try:
-        text = value if isinstance(value, str) else str(value)
+        text = value if isinstance(value, str) else str(value)  # str() returns a str or raises
     except Exception:
         return f"<a {type(value).__name__} that cannot be shown>"
-    return clean_text(text) if isinstance(text, str) else f"<a {type(value).__name__} that cannot be shown>"
+    return clean_text(text)
 
 
 def clean(value: Any) -> Any:

@@ -158,8 +158,11 @@ def money(value: float, currency: str | None = None) -> str:
     """``0.000093`` as ``$0.000093`` (USD unless ``currency`` says otherwise; ``0.000093 CHF``).
     Six decimals, more for an amount smaller than that (two significant digits: ``$0.0000000012``),
     so a tiny amount never reads as ``$0``."""
-    places = max(6, 1 - math.floor(math.log10(abs(value)))) if value else 0
-    digits = f"{value:.{places}f}".rstrip("0").rstrip(".") if value else "0"
+    if not value or not math.isfinite(value):
+        digits = "0" if value == 0 else str(value)  # NaN (an unknown price) reads as nan, not a crash
+    else:
+        places = max(6, 1 - math.floor(math.log10(abs(value))))
+        digits = f"{value:.{places}f}".rstrip("0").rstrip(".")
     code = (currency or "USD").upper()
     return f"{_SYMBOLS[code]}{digits}" if code in _SYMBOLS else f"{digits} {code}"
 
