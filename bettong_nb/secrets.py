@@ -596,7 +596,7 @@ def _userinfo_secret(data: bytes, start: int) -> tuple[int, int] | None:
         colon = authority.find(b":", 0, at)
         if 0 <= colon < at - 1:
             span = (start + colon + 1, start + at)
-        elif colon >= 0 and colon >= MIN_SECRET_LENGTH:  # ``token:@host``: the token is the secret
+        elif colon >= MIN_SECRET_LENGTH:  # ``token:@host``: the token is the secret
             span = (start, start + colon)
         elif colon < 0 and at >= MIN_SECRET_LENGTH and not _USER_NAME.fullmatch(authority, 0, at):
             span = (start, start + at)
@@ -619,7 +619,7 @@ def url_without_credentials(url: str) -> str:
     except (ValueError, TypeError):
         return url if not isinstance(url, str) else _without_userinfo(url)
     if at:
-        user, colon, password = userinfo.partition(":")
+        user, _, password = userinfo.partition(":")
         # a lone token (``token@host``, ``token:@host``) is the secret; a user name beside a password is not
         userinfo = f"{user}:{REDACTED}" if password else REDACTED
     query = parts.query
