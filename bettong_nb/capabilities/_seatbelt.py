@@ -24,6 +24,7 @@ from ._shell_reading import (
     Call,
     Reading,
     Unreadable,
+    escape,
     everything,
     find_actions,
     glob,
@@ -63,7 +64,7 @@ def _segments(pattern: str, cwd: str | None) -> list[str] | None:
     if not pattern.startswith("/"):
         if cwd is None:
             return None
-        pattern = _in(cwd) + "/" + pattern
+        pattern = escape(cwd) + "/" + pattern
     out: list[str] = []
     for segment in pattern.split("/"):
         if segment in ("", "."):
@@ -82,13 +83,8 @@ def _segments(pattern: str, cwd: str | None) -> list[str] | None:
                 if not (all(isinstance(glob(s), str) for s in out[1:-1]) and glob(out[1]) in ("self", "thread-self")
                         and cwd is not None):
                     raise Unreadable("a path through another process's working directory")
-                out = _segments(_in(cwd), None)
+                out = _segments(escape(cwd), None)
     return out
-
-
-def _in(directory: str) -> str:
-    """A directory's path as a glob that matches only it."""
-    return re.sub(r"([*?\[\]{},\\])", r"\\\1", directory)
 
 
 def _through_descriptor(segments: list[str]) -> bool:

@@ -33,8 +33,8 @@ from ._bash import (
     parse,
 )
 
-__all__ = ["Call", "Reading", "read", "program", "patterns", "glob", "everything", "Unreadable", "gnu_args", "find_actions",
-           "DOWNLOADERS"]
+__all__ = ["Call", "Reading", "read", "program", "patterns", "glob", "everything", "escape", "Unreadable", "gnu_args",
+           "find_actions", "DOWNLOADERS"]
 
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>"})
 MAX_NESTING = 8  # a string run by a string run by …: deeper is unreadable
@@ -146,8 +146,13 @@ class Unreadable(ValueError):
     is never "no paths"."""
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
+    """``text`` as a glob that matches only it."""
     return "".join("\\" + c if c in _GLOB_SPECIAL else c for c in text)
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text)
 
 
 @lru_cache(maxsize=1024)
@@ -177,7 +182,7 @@ def glob(pattern: str) -> re.Pattern | str:
             out.append(re.escape(c))
         i += 1
     if literal:
-        return re.sub(r"\\(.)", r"\1", pattern)
+        return _unescape(pattern)
     try:
         return re.compile("".join(out), re.S)
     except re.error:
@@ -213,9 +218,9 @@ def _expand(word: Word, known: dict) -> list[str] | None:
     texts = [""]
     for kind, value, quoted in word.parts:
         if kind == "lit":
-            choices = [_escape(value) if quoted else value]
+            choices = [escape(value) if quoted else value]
         elif kind == "tilde" and value not in ("+", "-"):
-            choices = [_escape(known["HOME"] if value == "" else _home_of(value))]
+            choices = [escape(known["HOME"] if value == "" else _home_of(value))]
         elif kind == "tilde" or kind == "var" and value is not None:
             choices = _parameter({"+": "PWD", "-": "OLDPWD"}.get(value, value) if kind == "tilde" else value, known)
         else:
@@ -245,9 +250,9 @@ def _parameter(body: str, known: dict) -> list[str] | None:
     operand = rest[op.end():]
     if op.group(1):  # :- - := = :? ? :+ +: the value, or the word
         if op.group(1).endswith("?"):
-            return None if value is None else [_escape(value)]
+            return None if value is None else [escape(value)]
         if value is not None and not op.group(1).endswith("+"):
-            return [_escape(value)]
+            return [escape(value)]
         words = _operand_words(operand, known)
         if words is None or value is not None:
             return words
@@ -255,24 +260,24 @@ def _parameter(body: str, known: dict) -> list[str] | None:
     if value is None:
         return None
     if not rest:
-        return [_escape(value)]
+        return [escape(value)]
     text = _operand_text(operand)
     if text is None:
         raise Unreadable(f"${{{body}}} holds an expansion")
     if op.group(2):  # # ## % %%: the shortest or longest match removed from the front or back
-        return [_escape(_remove(value, glob(text), front=op.group(2)[0] == "#", longest=len(op.group(2)) == 2))]
+        return [escape(_remove(value, glob(text), front=op.group(2)[0] == "#", longest=len(op.group(2)) == 2))]
     if op.group(3):  # / // /# /%: a substitution
         pattern, _, replacement = text.partition("/") if "/" in operand else (text, "", "")
-        return [_escape(_substitute(value, glob(pattern), _unescape(replacement), op.group(3)))]
+        return [escape(_substitute(value, glob(pattern), _unescape(replacement), op.group(3)))]
     if op.group(0) == ":":  # :offset and :offset:length
-        return [_escape(_substring(value, text, body))]
+        return [escape(_substring(value, text, body))]
     if op.group(4) and not text:
         upper, whole = op.group(4)[0] == "^", len(op.group(4)) == 2
         changed = (value.upper() if upper else value.lower()) if whole else \
             (value[:1].upper() if upper else value[:1].lower()) + value[1:]
-        return [_escape(changed)]
+        return [escape(changed)]
     if op.group(5) and not text:
-        return [_escape({"U": value.upper(), "L": value.lower(), "u": value[:1].upper() + value[1:]}[op.group(5)])]
+        return [escape({"U": value.upper(), "L": value.lower(), "u": value[:1].upper() + value[1:]}[op.group(5)])]
     raise Unreadable(f"the seatbelt does not evaluate ${{{body}}}")
 
 
@@ -284,7 +289,7 @@ def _operand_text(operand: str) -> str | None:
         return None
     if any(p[0] != "lit" for w in words for p in w.parts):
         return None
-    return " ".join("".join(_escape(v) if q else v for _, v, q in w.parts) for w in words)
+    return " ".join("".join(escape(v) if q else v for _, v, q in w.parts) for w in words)
 
 
 def _operand_words(operand: str, known: dict) -> list[str] | None:
@@ -301,10 +306,6 @@ def _operand_words(operand: str, known: dict) -> list[str] | None:
             return None
         out += texts
     return out
-
-
-def _unescape(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text)
 
 
 def _remove(value: str, pattern, *, front: bool, longest: bool) -> str:
@@ -431,7 +432,7 @@ def _sequence(inner: str) -> list[str] | None:
     if abs(hi - lo) // step > _MAX_BRACE_WORDS:
         return ["*"]  # too long to list: numbers, which * matches all of
     values = range(lo, hi + (1 if hi >= lo else -1), step if hi >= lo else -step)
-    return [str(v) if numeric else _escape(chr(v)) for v in values]
+    return [str(v) if numeric else escape(chr(v)) for v in values]
 
 
 # --- the reader ---------------------------------------------------------------------------------
@@ -824,7 +825,7 @@ class _Reader:
             return None
         if not found or len(found) != 1 or re.search(r"(?<!\\)[*?\[]", found[0]) or operands[0].value == "-":
             return None
-        path = re.sub(r"\\(.)", r"\1", found[0])
+        path = _unescape(found[0])
         if not path.startswith("/"):
             if cwd is None:
                 return None
