@@ -281,13 +281,19 @@ def _parameter(body: str, known: dict) -> list[str] | None:
     raise Unreadable(f"the seatbelt does not evaluate ${{{body}}}")
 
 
-def _operand_text(operand: str) -> str | None:
-    """An operator's pattern or text as one escaped glob, or None when it expands."""
+def _operand(operand: str) -> list[Word] | None:
+    """The words of an operator's operand (``${x:-word}``, ``${x%pattern}``), parsed as bash
+    parses arguments; None when they do not parse as one simple command's arguments."""
     try:
-        words = parse(": " + operand).pipelines[0].stages[0].words[1:] if operand else []
+        return parse(": " + operand).pipelines[0].stages[0].words[1:] if operand else []
     except (BashSyntaxError, IndexError, AttributeError):
         return None
-    if any(p[0] != "lit" for w in words for p in w.parts):
+
+
+def _operand_text(operand: str) -> str | None:
+    """An operator's pattern or text as one escaped glob, or None when it expands."""
+    words = _operand(operand)
+    if words is None or any(p[0] != "lit" for w in words for p in w.parts):
         return None
     return " ".join("".join(escape(v) if q else v for _, v, q in w.parts) for w in words)
 
@@ -295,9 +301,8 @@ def _operand_text(operand: str) -> str | None:
 def _operand_words(operand: str, known: dict) -> list[str] | None:
     """What ``${x:-word}``'s word can expand to (each word it splits into counts as one of
     them), as escaped globs; None when it depends on an unknown."""
-    try:
-        words = parse(": " + operand).pipelines[0].stages[0].words[1:] if operand else []
-    except (BashSyntaxError, IndexError, AttributeError):
+    words = _operand(operand)
+    if words is None:
         return None
     out = [] if words else [""]
     for word in words:
