@@ -237,12 +237,12 @@ class DuckDB:
         if not isinstance(path, str) or not path.strip():
             raise ValueError("path must be a file path relative to the data folder, a glob, or a table name")
         source = self._source(path)
-        columns, _, _ = self._run(f"DESCRIBE SELECT * FROM {source}")
         count, _, _ = self._run(f"SELECT count(*) FROM {source}")
+        # every query's column types come with it (_run describes it before running it)
         sample, types, _ = self._run(f"SELECT * FROM {source} LIMIT {_SAMPLE_ROWS}")
         rows = int(count.iloc[0, 0])
-        lines = [f"{path}: {rows:,} rows, {len(columns)} columns"]
-        lines += [f"  {name}  {kind}" for name, kind in zip(columns["column_name"], columns["column_type"])]
+        lines = [f"{path}: {rows:,} rows, {len(types)} columns"]
+        lines += [f"  {name}  {kind}" for name, kind in types]
         head = self._table(sample, types, len(sample), footer=False) if len(sample) else "(no rows)"
         return "\n".join(lines) + f"\nFirst rows:\n{head}"
 
