@@ -271,9 +271,14 @@ def fill_answers(out: Any, columns: list[tuple[str | None, Mapping[str, Any]]], 
     import pandas as pd
 
     cells, reasons = list(cells), list(reasons)
+
+    def values(name: str | None) -> list:
+        return [row.get(name) if row is not None else None for row in cells]
+
+    built, failed = {}, False
     for name, schema in columns:
         try:
-            answer_column([row.get(name) if row is not None else None for row in cells], schema, out.index)
+            built[name] = answer_column(values(name), schema, out.index)
             continue
         except (TypeError, ValueError, OverflowError):  # find the rows whose value it is
             pass
@@ -281,11 +286,12 @@ def fill_answers(out: Any, columns: list[tuple[str | None, Mapping[str, Any]]], 
             try:
                 answer_column([row.get(name) if row is not None else None], schema, None)
             except (TypeError, ValueError, OverflowError) as exc:
-                cells[i] = None
+                cells[i], failed = None, True
                 reasons[i] = f"{name or output}: {row.get(name)!r} does not fit the column ({exc})"
     for name, schema in columns:
-        values = [row.get(name) if row is not None else None for row in cells]
-        out[output if name is None else name] = answer_column(values, schema, out.index)
+        # a row failed by a later column empties the earlier ones too: built again then
+        column = built[name] if name in built and not failed else answer_column(values(name), schema, out.index)
+        out[output if name is None else name] = column
     out["error"] = pd.Series(reasons, index=out.index, dtype="string")
 
 
