@@ -36,6 +36,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 
 from .. import secrets
@@ -45,6 +46,9 @@ __all__ = ["run", "isolation", "isolation_kind", "protect_process", "Output"]
 _TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
 _EOF_GRACE = 1.0  # how long to wait for the last output once everything is dead
 _MARKER = "BETTONG_SHELL_CALL"  # in the environment of every descendant, when not isolated
+# Rounds of killing what is found, and of trying to remove a cgroup the killed still hold (5 ms
+# apart), before giving up: bounded, so that what keeps forking cannot hold the caller forever.
+_ROUNDS = 200
 # PID 1 of the namespace runs bash as its child, so that `kill $$` works as usual (the kernel
 # drops signals an init has no handler for), and passes on its exit status (128+N for signal
 # N); its exit ends the namespace. GNU timeout with no limit does that, and in the caller's
@@ -315,6 +319,13 @@ def _signal_each(pids, sig: int) -> bool:
     return found
 
 
+def _kill_until_none(signal_all) -> None:
+    """SIGKILL what ``signal_all`` finds, again and again, until one round finds none alive."""
+    for _ in range(_ROUNDS):
+        if not signal_all(signal.SIGKILL):
+            return
+
+
 def _signal_group(pgid: int, sig: int) -> bool:
     """Signal a process group; False when nothing is left in it."""
     try:
@@ -341,9 +352,7 @@ class _Cgroup:
         if base is None:
             return None
         try:
-            path = os.path.join(base, f"bettong-shell-{os.getpid()}-{uuid.uuid4().hex[:12]}")
-            os.mkdir(path)
-            return cls(path, env)
+            return cls(_new_cgroup(base), env)
         except OSError:
             return None
 
@@ -358,26 +367,24 @@ class _Cgroup:
     def signal_all(self, sig: int) -> bool:
         return _signal_each(self._pids(), sig)
 
-    def kill_all(self, rounds: int = 200) -> None:
+    def kill_all(self) -> None:
         try:
             with open(os.path.join(self.path, "cgroup.kill"), "w") as f:
                 f.write("1")
         except OSError:  # before Linux 5.14
-            for _ in range(rounds):
-                if not self.signal_all(signal.SIGKILL):
-                    break
+            _kill_until_none(self.signal_all)
 
-    def close(self, rounds: int = 200) -> None:
+    def close(self) -> None:
         """Kill whatever is left in the cgroup, and remove it once the kernel has emptied it."""
         self.kill_all()
-        for _ in range(rounds):
+        for _ in range(_ROUNDS):
             try:
                 os.rmdir(self.path)
                 return
             except FileNotFoundError:
                 return
             except OSError:  # still populated: the killed are not reaped yet
-                threading.Event().wait(0.005)
+                time.sleep(0.005)
 
     def _pids(self) -> list[int]:
         try:
@@ -385,6 +392,13 @@ class _Cgroup:
                 return [int(line) for line in f if line.strip()]
         except (OSError, ValueError):
             return []
+
+
+def _new_cgroup(base: str, kind: str = "") -> str:
+    """Make a cgroup below ``base``, named for this process and unique; its path. Raises OSError."""
+    path = os.path.join(base, f"bettong-shell-{kind}{os.getpid()}-{uuid.uuid4().hex[:12]}")
+    os.mkdir(path)
+    return path
 
 
 def _cgroups() -> str | None:
@@ -410,9 +424,8 @@ def _probe_cgroups() -> str | None:
         root, where = fields[3], fields[4]
         if own == root or own.startswith(root.rstrip("/") + "/"):
             base = os.path.join(where, own[len(root):].lstrip("/"))
-            probe = _Cgroup(os.path.join(base, f"bettong-shell-probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"), {})
             try:
-                os.mkdir(probe.path)
+                probe = _Cgroup(_new_cgroup(base, "probe-"), {})
             except OSError:
                 continue
             try:
@@ -455,11 +468,9 @@ class _Tracker:
         self.since = _start_time(pid) or 0
         self.first_pid = pid
 
-    def kill_all(self, rounds: int = 200) -> None:
+    def kill_all(self) -> None:
         """Walk /proc, killing each member as it is found, until a walk finds none alive."""
-        for _ in range(rounds):
-            if not self.signal_all(signal.SIGKILL):
-                return
+        _kill_until_none(self.signal_all)
 
     def signal_all(self, sig: int) -> bool:
         """One walk of /proc, signalling every live member as it is found; False if there was none."""
