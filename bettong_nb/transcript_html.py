@@ -22,9 +22,9 @@ from .terminal import RAN, args_preview, duration_text, json_text
 
 __all__ = ["result_html", "session_html", "tool_block", "css_id", "image_html", "image_placeholder",
            "is_prompt", "recorded_call", "thinking_html", "tool_results", "tool_result_images", "tool_result_text",
-           "RESULT_PREVIEW_CHARS", "answer_html", "esc",
+           "RESULT_PREVIEW_CHARS", "answer_html", "esc", "folded_html",
            # the styles the live view and the approval prompts share with the transcript
-           "OK_COLOUR", "ERROR_COLOUR", "BOX_STYLE", "DETAILS_STYLE", "PRE_STYLE", "PROSE_STYLE", "SUMMARY_STYLE",
+           "OK_COLOUR", "ERROR_COLOUR", "BOX_STYLE", "PROSE_STYLE",
            "TEXT_STYLE", "MUTED_STYLE"]
 
 RESULT_PREVIEW_CHARS = 20_000  # a tool result longer than this is cut in the display (never in the data)
@@ -44,16 +44,16 @@ BOX_STYLE = "font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size
 # Answers and prompts in the size of rendered Markdown, so a streamed answer does not change size
 # when it becomes Markdown at the end.
 PROSE_STYLE = "font-size:var(--jp-content-font-size1,14px);line-height:var(--jp-content-line-height,1.6)"
-DETAILS_STYLE = ("margin:3px 0;border:1px solid rgba(128,128,128,.35);border-radius:4px;padding:2px 8px;"
+_DETAILS = ("margin:3px 0;border:1px solid rgba(128,128,128,.35);border-radius:4px;padding:2px 8px;"
             "background:rgba(128,128,128,.06)")
-SUMMARY_STYLE = "cursor:pointer;overflow-wrap:anywhere"  # stays a list-item: its marker is the disclosure triangle
+_SUMMARY = "cursor:pointer;overflow-wrap:anywhere"  # stays a list-item: its marker is the disclosure triangle
 # The call in a summary takes what room the status after it leaves and ends in an ellipsis, so
 # both share one line; in a very narrow cell it keeps 10em and the status moves below.
 _CALL = (f"{_MONO};display:inline-block;max-width:calc(100% - 17em);max-width:max(10em,calc(100% - 17em));"
          "overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom")
 # word-break:normal undoes JupyterLab's break-all for output <pre>, which splits words anywhere;
 # a word too long for the line still breaks (overflow-wrap), and a huge result scrolls.
-PRE_STYLE = (f"{_MONO};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere;margin:4px 0;padding:4px 6px;"
+_PRE = (f"{_MONO};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere;margin:4px 0;padding:4px 6px;"
         "max-height:24em;overflow:auto;background:rgba(128,128,128,.1);border-radius:3px")
 TEXT_STYLE = f"white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0;{PROSE_STYLE}"
 MUTED_STYLE = "opacity:.75;font-size:12px;margin:3px 0"
@@ -110,19 +110,19 @@ def tool_block(call: ToolCall, *, note: str | None = None, decision: str | None 
         parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {esc(duration_text(call.duration_s))}</span>')
     where = f" · capability: {esc(call.capability)}" if call.capability else ""
     body = [f'<div style="{_LABEL}">ARGUMENTS{where}</div>',
-            f'<pre style="{PRE_STYLE}">{esc(json_text(call.args, indent=2))}</pre>']
+            f'<pre style="{_PRE}">{esc(json_text(call.args, indent=2))}</pre>']
     if note:
         body.append(f'<div style="{MUTED_STYLE}">{esc(note)}</div>')
     if call.why() and not call.stopped:
         body.append(f'<div style="{MUTED_STYLE}">reason: {esc(call.why())}</div>')
     if call.result is not None:
-        body.append(f'<div style="{_LABEL}">RESULT</div><pre style="{PRE_STYLE}">{esc(_capped(call.result))}</pre>')
+        body.append(f'<div style="{_LABEL}">RESULT</div><pre style="{_PRE}">{esc(_capped(call.result))}</pre>')
     body.append(_thumbnails(call.images))
     if call.traceback:
-        body.append(f'<details style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE};{_LABEL}">TRACEBACK</summary>'
-                    f'<pre style="{PRE_STYLE}">{esc(_capped(call.traceback))}</pre></details>')
+        body.append(f'<details style="{_DETAILS}"><summary style="{_SUMMARY};{_LABEL}">TRACEBACK</summary>'
+                    f'<pre style="{_PRE}">{esc(_capped(call.traceback))}</pre></details>')
     css = f"bettong-tool bettong-call-{css_id(call.id)}" if call.id else "bettong-tool"
-    return (f'<details class="{css}" style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE}">{"".join(parts)}</summary>'
+    return (f'<details class="{css}" style="{_DETAILS}"><summary style="{_SUMMARY}">{"".join(parts)}</summary>'
             f'{"".join(body)}</details>')
 
 
@@ -188,18 +188,26 @@ def _prompt_html(content: Any) -> str:
     return "".join(parts)
 
 
+def folded_html(label: str, text: str) -> str:
+    """``text`` as preformatted text, folded under ``label``."""
+    return (f'<details style="{_DETAILS}"><summary style="{_SUMMARY}">{esc(label)}</summary>'
+            f'<pre style="{_PRE}">{esc(text)}</pre></details>')
+
+
 def thinking_html(text: str) -> str:
     """A thinking block, folded."""
-    return (f'<details style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE}">thinking</summary>'
-            f'<pre style="{PRE_STYLE}">{esc(text)}</pre></details>')
+    return folded_html("thinking", text)
 
 
 def _refusals(messages: list[dict], results: list[Any]) -> dict[int, str]:
     """Where the refused answers are: the position of each refused turn's last assistant message,
-    with why in a person's words. ``results`` are the turns in order, one per prompt."""
+    with why in a person's words. ``results`` are the last turns in order, one per prompt from
+    the end (a run may continue an earlier transcript; a loaded session may hold fewer results
+    than turns)."""
     prompts = [i for i, m in enumerate(messages) if is_prompt(m)] + [len(messages)]
+    spans = list(zip(prompts, prompts[1:]))
     found = {}
-    for start, end, result in zip(prompts, prompts[1:], results):
+    for (start, end), result in zip(reversed(spans), reversed(results)):
         if result is not None and result.refused():
             last = max((i for i in range(start, end) if messages[i].get("role") == "assistant"), default=None)
             if last is not None:
@@ -209,10 +217,8 @@ def _refusals(messages: list[dict], results: list[Any]) -> dict[int, str]:
 
 def _refusal_html(why: str, content: Any) -> str:
     """A refused answer: what it is, never shown as the answer; the model's words folded below."""
-    text = content if isinstance(content, str) else "".join(
-        b.get("text", "") for b in content if b.get("type") == "text")
-    folded = (f'<details style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE}">what the model wrote</summary>'
-              f'<pre style="{PRE_STYLE}">{esc(text)}</pre></details>') if text.strip() else ""
+    text = tool_result_text({"content": content})  # a message's text the same way as a tool result's
+    folded = folded_html("what the model wrote", text) if text.strip() else ""
     return (f'<div style="{_ROLE}">Agent</div><div class="bettong-refusal" style="{MUTED_STYLE};color:{ERROR_COLOUR};'
             f'opacity:1">{esc(why)}</div>{folded}')
 
@@ -228,8 +234,7 @@ def _messages_html(messages: list[dict], calls: list[Any], *, turn_marks: bool =
         if position in (refusals or {}):
             out.append(_refusal_html(refusals[position], content))
         elif role == "system":
-            out.append(f'<details style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE}">system prompt</summary>'
-                       f'<pre style="{PRE_STYLE}">{esc(content)}</pre></details>')
+            out.append(folded_html("system prompt", content))
         elif is_prompt(message):
             turn += 1
             label = f"You · turn {turn}" if turn_marks else "You"
@@ -278,8 +283,7 @@ def answer_html(text: str) -> str:
 def result_html(result: Any) -> str:
     """A RunResult as an HTML transcript: prompt, answers, tool calls, and a usage line."""
     # result.messages may continue an earlier transcript: the refusal is in this run's last turn
-    turns = [None] * (sum(map(is_prompt, result.messages)) - 1) + [result]
-    parts = _messages_html(result.messages, result.tool_calls, refusals=_refusals(result.messages, turns))
+    parts = _messages_html(result.messages, result.tool_calls, refusals=_refusals(result.messages, [result]))
     footer = esc(result.usage_line())
     if not result.done or result.refused():
         footer = f'<span style="color:{ERROR_COLOUR}">{esc(result.why())}</span> · {footer}'

@@ -393,3 +393,20 @@ def test_the_live_answer_is_rendered_here_and_sanitised():
     html = final["text/html"]
     assert not re.search(r"<img(?![^>]*src=\"data:image/)", html) and "evil.example" not in _attributes(html)
     assert "if a&lt;b: print(&#x27;![k](u)&#x27;)" in html or "if a&lt;b: print('![k](u)')" in html
+
+
+def test_a_loaded_run_marks_its_own_refused_turn_not_the_first(tmp_path):
+    """A saved run that continued a transcript holds one result for its last turn: loaded as a
+    session, the refusal is shown on that turn, and the earlier answer stays an answer."""
+    from bettong_nb.providers import Response
+    from bettong_nb.transcript_html import is_prompt, session_html
+
+    refusal = Response(content=[{"type": "text", "text": "taken back"}], stop_reason="refusal")
+    chat = _agent(Scripted(["first answer", refusal])).session()
+    chat.run("one")
+    refused = chat.run("two")
+    loaded = bettong_nb.load_session(refused.export(tmp_path / "run.json"), _agent(Scripted([])))
+    assert len(loaded.results) == 1 and sum(map(is_prompt, loaded.transcript)) == 2
+    html = session_html(loaded)
+    assert "first answer" in html.split("bettong-refusal")[0]
+    assert html.count("bettong-refusal") == 1 and "taken back" not in html.split("bettong-refusal")[0]

@@ -25,19 +25,18 @@ from ..sanitize import html_answer
 from ..terminal import args_preview, call_line
 from ..transcript_html import (
     BOX_STYLE,
-    DETAILS_STYLE,
     ERROR_COLOUR,
     MUTED_STYLE,
-    PRE_STYLE,
     PROSE_STYLE,
     RESULT_PREVIEW_CHARS,
-    SUMMARY_STYLE,
     TEXT_STYLE,
     answer_html,
     css_id,
     esc,
+    folded_html,
     result_html,
     session_html,
+    thinking_html,
     tool_block,
 )
 
@@ -257,13 +256,11 @@ class LiveView:
             elif item["kind"] == "text":
                 parts.append(answer_html(item["text"]))
             elif item["kind"] == "thinking":
-                parts.append(f'<details style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE}">thinking</summary>'
-                             f'<pre style="{PRE_STYLE}">{esc(item["text"])}</pre></details>')
+                parts.append(thinking_html(item["text"]))
             else:
                 parts.append(f'<div style="{MUTED_STYLE}">{esc(item["text"])}</div>')
         if self.thinking:
-            parts.append(f'<details style="{DETAILS_STYLE}"><summary style="{SUMMARY_STYLE}">thinking…</summary>'
-                         f'<pre style="{PRE_STYLE}">{esc(self.thinking)}</pre></details>')
+            parts.append(folded_html("thinking…", self.thinking))
         if self.status:
             parts.append(f'<div class="bettong-status" style="{MUTED_STYLE}">{esc(self.status)}</div>')
         return f'<div class="bettong-live" style="{BOX_STYLE}">{"".join(parts)}</div>' if parts else ""
