@@ -109,23 +109,24 @@ async def guarded(coro: Coroutine[Any, Any, T]) -> T:
             raise
 
 
+def _current_task() -> asyncio.Task | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no event loop runs here
+        return None
+
+
 def cell_started(*_: Any) -> None:
     """The pre_run_cell hook: note the task that runs this cell's code (none for a cell run
     without an event loop)."""
     global _cell_task
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:
-        task = None
+    task = _current_task()
     _cell_task = None if task is None else weakref.ref(task)
 
 
 def cell_runner(coro: Coroutine[Any, Any, T]) -> Any:
     """The core's runner: a run the cell's own task awaits is :func:`guarded`, any other as it is."""
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:
-        task = None
+    task = _current_task()
     if task is None or _cell_task is None or _cell_task() is not task:
         return coro
     return guarded(coro)

@@ -644,8 +644,8 @@ def _command_words(line: str) -> list[str]:
 
 
 def _path_error(command: str, path: str, error: OSError) -> UsageError:
-    """What went wrong with the PATH of ``%agent save|load``, said of that path (the OSError of a
-    save names the temporary file it writes first)."""
+    """What went wrong with the PATH of ``%agent save|load``, said of that path in a person's
+    words (a folder where a file was meant, a folder that does not exist)."""
     full = os.path.abspath(os.path.expanduser(path))
     if os.path.isdir(full):
         why = "it is a folder; name a file in it, e.g. " + os.path.join(path, "chat.json")
