@@ -20,6 +20,7 @@ import pwd
 import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from typing import Any
 
 from ._bash import (
     BashSyntaxError,
@@ -368,7 +369,8 @@ def _braces(pattern: str) -> list[str]:
     """Bash's brace expansion of ``pattern`` (``\\`` escapes respected). Past 512 words, each
     group whose words hold neither ``/`` nor ``.`` stands as ``*`` (which matches all it can
     make, so a check on the patterns still holds); if that is still too many, Unreadable."""
-    for text in (pattern, _collapsed(pattern)):
+    for text in (pattern, None):
+        text = _collapsed(pattern) if text is None else text  # collapsed only when it comes to that
         out, done = [text], []
         while out and len(out) + len(done) <= _MAX_BRACE_WORDS:
             current = out.pop()
@@ -705,9 +707,8 @@ class _Reader:
             else:
                 self._unreadable(call, f"{name} -c runs text in another language")
         elif source == "stdin":
-            for redirect in call.command.redirects:
-                if redirect.op in ("<<", "<<-", "<<<"):
-                    self._string(call, None, [redirect.body or redirect.target], depth)
+            for body in _here_bodies(call.command):
+                self._string(call, None, [body], depth)
 
     def _dash_c(self, call: Call, name: str, args: list[Word], depth: int) -> None:
         """``su -c``, ``sg group -c``, ``script -c``, ``flock file -c``: a string; or, for
@@ -738,7 +739,7 @@ class _Reader:
     def _piped_script(self, before, stage, cwd, *, runs: bool, depth: int) -> None:
         """``echo 'cmd' | sh``: the text a shell reads from the stage before it."""
         name = _stage_program(before)
-        bodies = [r.body or r.target for r in getattr(before, "redirects", ()) if r.op in ("<<", "<<-", "<<<")]
+        bodies = _here_bodies(before)
         if name == "cat" and len(before.words) == 1 and len(bodies) == 1:
             self._string(Call(stage.words, stage.text, stage, cwd, runs=runs), None, bodies, depth)
             return
@@ -786,8 +787,7 @@ class _Reader:
             return
         texts = [text for word in [*call.argv[1:], *call.command.assigns]
                  if word.quoted and re.search(r"[\s;&|<>()$`]", text := self._approximate(word, call.cwd))]
-        texts += [self._approximate(r.body or r.target, call.cwd) for r in call.command.redirects
-                  if r.op in ("<<", "<<-", "<<<")]
+        texts += [self._approximate(body, call.cwd) for body in _here_bodies(call.command)]
         for text in texts:
             try:
                 script = parse(text)
@@ -995,8 +995,13 @@ def _echoed(stage) -> list[Word] | None:
 def _here_words(command: Command) -> list[Word]:
     """The words a here-string or here-document with literal text feeds a command (``xargs rm
     -rf <<< /``), split as xargs splits them."""
-    texts = [(r.body or r.target).value for r in command.redirects if r.op in ("<<<", "<<", "<<-")]
+    texts = [body.value for body in _here_bodies(command)]
     return _split(" ".join(t for t in texts if t is not None))
+
+
+def _here_bodies(command: Any) -> list[Word]:
+    """What the here-documents and here-strings of ``command`` (a stage of any kind) feed it."""
+    return [r.body or r.target for r in getattr(command, "redirects", ()) if r.op in ("<<", "<<-", "<<<")]
 
 
 def _split(text: str) -> list[Word]:
