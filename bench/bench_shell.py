@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import subprocess
 
-from bettong_nb.capabilities.shell import shell
-from bettong_nb.capability import invoke, registry
+from bettong_nb.capabilities.shell.capability import shell
+from bettong_nb.core.capability import invoke, registry
 
 from .common import row, sample
 

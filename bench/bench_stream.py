@@ -132,7 +132,7 @@ def _stamps(text: str) -> list[int]:
 
 async def _ours(provider, wire: str) -> tuple[list[float], float]:
     from bettong_nb import events
-    from bettong_nb.provider import Request
+    from bettong_nb.core.provider import Request
 
     latencies: list[float] = []
 

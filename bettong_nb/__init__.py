@@ -12,37 +12,36 @@
 
 In a notebook: ``%load_ext bettong_nb`` and a ``%%agent`` cell.
 
-Layers, each importing only from the ones below it:
-- core: options, agent (the loop), session, batch, capability (the protocol), provider (the
-  seam), approvals, events, usage, results, frames, secrets, http, saving and export (with
-  transcript_html, the transcript HTML the notebook shows too) — no IPython, no widgets,
-  no notebook;
-- providers/ and capabilities/: implementations of the two protocols, using the core's
-  public pieces, never the loop's internals;
-- presets: the ready-made agents (deepseek(), offline()...), a provider with its options;
-- notebook/ and cli: consumers of events, plus magics, widgets and display. The notebook layer
-  installs what it needs into the core (display formatters, the person who approves) at
-  ``%load_ext``.
+The folders are the layers, bottom up; each imports only from those below it
+(tests/core/test_layers.py holds every import to this, those inside functions included):
+
+- ``safety/`` (secrets, sanitize, rooted paths) and ``edn/``: import nothing else of the package;
+- ``errors``, then ``http/``: the errors every layer raises, one HTTP client;
+- ``core/``: the loop, sessions, options, the capability protocol, the provider seam, approvals,
+  events, usage, prices and budgets; no IPython, no widgets, nothing above it;
+- ``providers/``, ``capabilities/``, ``records/`` (save, export, transcripts) and ``batches/``
+  (local and Dask), beside each other;
+- ``presets``: the ready-made agents (``deepseek()``, ``offline()``...);
+- ``notebook/`` and ``cli``: magics, widgets, displays, the terminal;
+- this front door, which fills the core's hooks (``core/hooks.py``): what the core offers but
+  records and batches do (``Session.save``, ``RunResult.export``, ``Agent.map``).
 """
 
-from . import capability, events, secrets, usage
-from .agent import Agent, ModelAgent
-from .approvals import Allow, ApprovalRequest, Deny, approve_all, ask_in_terminal
-from .capability import Capability, Tool, ToolOutput, tool
+import importlib
+import sys
+
+from .core import approvals, capability, events, hooks, images, provider, usage
+from .core.agent import Agent, ModelAgent
+from .core.approvals import Allow, ApprovalRequest, Deny, approve_all, ask_in_terminal
+from .core.capability import Capability, Tool, ToolOutput, tool
+from .core.images import Image
+from .core.provider import Provider, ProviderError, Request, Response
+from .core.results import RunResult, ToolCall
+from .core.session import Session
+from .core.usage import Usage
 from .errors import OptionError, ServiceError, UserError
-from .images import Image
-from .presets import (  # after .agent: `agent` is this function
-    agent,
-    anthropic,
-    deepseek,
-    offline,
-    ollama,
-    openai,
-)
-from .provider import Provider, ProviderError, Request, Response
-from .results import RunResult, ToolCall
-from .session import Session, load_session
-from .usage import Usage
+from .presets import agent, anthropic, deepseek, offline, ollama, openai  # after .core.agent: `agent` is this function
+from .safety import secrets
 
 __version__ = "0.1.0"
 
@@ -55,14 +54,37 @@ __all__ = [
     "load_ipython_extension", "unload_ipython_extension",
 ]
 
+# The flat module paths the README names keep working: `import bettong_nb.usage` is core.usage.
+for _name, _module in {"approvals": approvals, "capability": capability, "events": events, "images": images,
+                       "provider": provider, "secrets": secrets, "usage": usage}.items():
+    sys.modules.setdefault(f"{__name__}.{_name}", _module)
+
+
+def _when_called(module: str, name: str):
+    """A function of a higher layer, imported on its first call (keeps `import bettong_nb` light)."""
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(module, __name__), name)(*args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+hooks.provide(save=_when_called(".records.saving", "save"), export=_when_called(".records.export", "export"),
+              map_prompts=_when_called(".batches.local", "map_prompts"), amap=_when_called(".batches.local", "amap"),
+              map_frame=_when_called(".batches.local", "map_frame"),
+              dask_map_frame=_when_called(".batches.distributed", "map_frame"))
+
+_LAZY = {"capabilities": ".capabilities", "providers": ".providers", "edn": ".edn", "notebook": ".notebook"}
+
+
 def __getattr__(name: str):
     # Heavier parts load on first touch, keeping `import bettong_nb` fast.
-    import importlib
-
-    if name in ("capabilities", "providers", "edn", "notebook"):
-        return importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY:
+        return importlib.import_module(_LAZY[name], __name__)
+    if name == "load_session":
+        return importlib.import_module(".records.saving", __name__).load_session
     if name == "batch_usage":  # a batch's usage frame, a Dask one's included (dask loads only then)
-        return importlib.import_module(f"{__name__}.distributed").batch_usage
+        return importlib.import_module(".batches.distributed", __name__).batch_usage
     raise AttributeError(f"module 'bettong_nb' has no attribute {name!r}")
 
 

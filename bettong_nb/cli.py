@@ -10,8 +10,8 @@ import argparse
 import sys
 from typing import Sequence
 
-from .sanitize import terminal_text
-from .terminal import TextView
+from .safety.sanitize import terminal_text
+from .records.terminal import TextView
 
 __all__ = ["main", "build_parser"]
 

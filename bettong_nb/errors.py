@@ -52,7 +52,7 @@ class ServiceError(UserError, RuntimeError):
     def redact(self, extra: Iterable[str | None] = ()) -> "ServiceError":
         """Scrub the message and the body excerpt of credentials (and of ``extra`` values), then
         cut the message to MESSAGE_CHARS: never the other way round."""
-        from .secrets import redact
+        from .safety.secrets import redact
 
         def scrubbed(text: str, limit: int | None) -> str:
             text = redact(text, extra=extra)[0]

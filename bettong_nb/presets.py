@@ -17,7 +17,7 @@ import dataclasses
 import os
 from typing import Any
 
-from .agent import ModelAgent
+from .core.agent import ModelAgent
 
 __all__ = ["agent", "deepseek", "openai", "anthropic", "ollama", "offline"]
 

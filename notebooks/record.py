@@ -61,7 +61,7 @@ LIVE_VARIABLES = ("BETTONG_LIVE", "DEEPSEEK_API_KEY")
 def calls(*uses: tuple[str, str, dict]):
     """A turn that calls tools, ``(id, name, args)`` each. The ids are fixed, so a request
     recorded twice gets the same answer twice and either follow-up matches."""
-    from bettong_nb.provider import Response
+    from bettong_nb.core.provider import Response
 
     return Response(content=[{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in uses],
                     stop_reason="tool_use", model=MODEL)
@@ -203,7 +203,7 @@ def approval_branches(mailer: Any, emailed: Any) -> None:
 def _prompt_text(request: Any) -> str:
     """The request in the order a provider sees it: system, tools, then the messages (an image
     as its hash: it is counted by its pixels, not its base64)."""
-    from bettong_nb.images import without_bytes
+    from bettong_nb.core.images import without_bytes
 
     return "\n".join([*(b.text for b in request.system), json.dumps(request.tools, ensure_ascii=False),
                       *(json.dumps(m, ensure_ascii=False) for m in without_bytes(request.messages))])
@@ -226,7 +226,7 @@ class Metered:
 
     def _metered(self, request: Any, response: Any) -> Any:
         from bettong_nb import images
-        from bettong_nb.usage import Usage
+        from bettong_nb.core.usage import Usage
 
         text = _prompt_text(request)
         prompt = _tokens(text) + images.tokens(request.messages)

@@ -3,18 +3,17 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
+from support import REPO
 from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def cli(*args, env=None, timeout=60):
     environ = {k: v for k, v in os.environ.items() if k not in ("DEEPSEEK_API_KEY", "OPENAI_API_KEY")}
     environ.update(env or {})
     return subprocess.run([sys.executable, "-m", "bettong_nb", *args], capture_output=True, text=True,
-                          env=environ, cwd=ROOT, timeout=timeout)
+                          env=environ, cwd=REPO, timeout=timeout)
 
 
 def test_offline_demo_uses_real_tools_and_prints_usage():

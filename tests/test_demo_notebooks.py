@@ -31,11 +31,11 @@ from typing import Iterator
 import nbformat
 import pandas as pd
 import pytest
+from support import REPO
 from support.notebooks import answers as _answers
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ROOT / "notebooks"
-BINDER = ROOT / "binder"
+NOTEBOOKS = REPO / "notebooks"
+BINDER = REPO / "binder"
 CASSETTES = NOTEBOOKS / "cassettes"
 RECORD = NOTEBOOKS / "record.py"
 NAMES = ("01-quickstart", "02-data-exploration", "03-teaching-capabilities", "04-sql-exploration")
@@ -70,14 +70,14 @@ def _build_venv() -> Path:
         (venv / "built").write_text(f"{time.monotonic() - started:.0f} s to build from {requirements}\n")
     # repo2docker runs postBuild in a copy of the repository, from its root, with the env's pip
     # first on PATH. A copy here too: its build/ folder never goes stale, the checkout stays clean.
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO,
                             capture_output=True, check=True).stdout.decode().split("\0")
     copy = Path(tempfile.mkdtemp(prefix="bettong-binder-"))
     try:
         for name in filter(None, listed):
-            if (ROOT / name).is_file():
+            if (REPO / name).is_file():
                 (copy / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(ROOT / name, copy / name)
+                shutil.copy2(REPO / name, copy / name)
         _run(["bash", copy / "binder" / "postBuild"], cwd=copy, timeout=600,
              env={**_env(), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)})
     finally:
@@ -339,7 +339,7 @@ def test_cassettes_hold_no_machine_specific_text():
     home, tmp = str(Path.home()), tempfile.gettempdir()
     for path in CASSETTES.glob("*.jsonl"):
         text = path.read_text(encoding="utf-8")
-        assert str(ROOT) not in text and home not in text and f"{tmp}/" not in text, path.name
+        assert str(REPO) not in text and home not in text and f"{tmp}/" not in text, path.name
         assert FAKE_TOKEN not in text, path.name
     assert _models("01-quickstart-smollm2") == {"SmolLM2-135M-Instruct.Q4_1.gguf"}
 

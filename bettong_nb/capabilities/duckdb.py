@@ -57,10 +57,10 @@ import threading
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
-from .._rooted import Root, read_up_to
-from ..capability import Tool, ToolOutput
-from ..portable import rebuild
-from ..secrets import is_credential_path
+from ..safety.rooted import Root, read_up_to
+from ..core.capability import Tool, ToolOutput
+from ..core.portable import rebuild
+from ..safety.secrets import is_credential_path
 
 __all__ = ["duckdb", "DuckDB", "MAX_DATA_ROWS", "MAX_DATA_BYTES"]
 

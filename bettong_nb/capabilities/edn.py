@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import edn as _edn
-from .._rooted import Root, read_up_to
-from ..capability import Tool
-from ..json_body import loads
+from ..safety.rooted import Root, read_up_to
+from ..core.capability import Tool
+from ..http.json_body import loads
 from ..edn._walk import find, read_piece
 
 __all__ = ["edn", "EdnCapability", "MAX_FILE_BYTES", "MAX_SHOWN_CHARS", "MAX_PRINTED_CHARS"]

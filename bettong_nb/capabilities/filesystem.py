@@ -44,8 +44,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._rooted import Root, is_credential_path, json_type
-from ..capability import Tool
+from ..safety.rooted import Root, is_credential_path, json_type
+from ..core.capability import Tool
 
 __all__ = ["filesystem", "Filesystem", "is_credential_path", "MAX_READ_CHARS", "MAX_LIST_ENTRIES"]
 

@@ -58,9 +58,9 @@ from contextlib import AsyncExitStack
 from typing import Any, Awaitable, Callable, Coroutine, Iterable, Mapping, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from .. import secrets
-from ..capability import Tool, ToolOutput
-from ..images import MEDIA_TYPES, Image
+from ..safety import secrets
+from ..core.capability import Tool, ToolOutput
+from ..core.images import MEDIA_TYPES, Image
 
 __all__ = ["MCP", "McpError", "mcp", "MAX_RESTARTS"]
 

@@ -33,9 +33,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
-from .. import secrets
-from .._kernel import ipython_shell
-from ..capability import Tool
+from ..safety import secrets
+from ..core.kernel import ipython_shell
+from ..core.capability import Tool
 
 __all__ = ["namespace", "Namespace", "user_namespace"]
 

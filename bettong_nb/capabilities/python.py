@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Callable, MutableMapping
 
-from ..approvals import requires_person
-from ..capability import Tool
+from ..core.approvals import requires_person
+from ..core.capability import Tool
 from .namespace import user_namespace
 
 __all__ = ["python", "Python", "PythonTimeout"]

@@ -36,10 +36,10 @@ import time
 import weakref
 from typing import Any, Callable
 
-from .._kernel import jupyter_kernel
-from ..approvals import Allow, ApprovalRequest, Deny, Verdict, _person_said
-from ..results import STOPPED
-from ..transcript_html import ERROR_COLOUR, MUTED_STYLE, OK_COLOUR, css_id
+from ..core.kernel import jupyter_kernel
+from ..core.approvals import Allow, ApprovalRequest, Deny, Verdict, _person_said
+from ..core.results import STOPPED
+from ..records.transcript_html import ERROR_COLOUR, MUTED_STYLE, OK_COLOUR, css_id
 from . import interrupts
 from .display import decision_text, decisions_bundle
 

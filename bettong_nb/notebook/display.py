@@ -16,29 +16,16 @@ import asyncio
 import time
 from typing import Any, Callable, Mapping
 
-from .. import events
-from ..batch import tally
-from ..results import ToolCall
+from ..core import events
+from ..batches.local import tally
+from ..core.results import ToolCall
 
 # The live view draws with the transcript's own pieces and styles, so both look the same.
-from ..sanitize import html_answer
-from ..terminal import args_preview, call_line
-from ..transcript_html import (
-    BOX_STYLE,
-    ERROR_COLOUR,
-    MUTED_STYLE,
-    PROSE_STYLE,
-    RESULT_PREVIEW_CHARS,
-    TEXT_STYLE,
-    answer_html,
-    css_id,
-    esc,
-    folded_html,
-    result_html,
-    session_html,
-    thinking_html,
-    tool_block,
-)
+from ..safety.sanitize import html_answer
+from ..records.terminal import args_preview, call_line
+from ..records.transcript_html import (BOX_STYLE, ERROR_COLOUR, MUTED_STYLE, PROSE_STYLE,
+    RESULT_PREVIEW_CHARS, TEXT_STYLE, answer_html, css_id, esc, folded_html, result_html, session_html,
+    thinking_html, tool_block)
 
 __all__ = ["result_html", "session_html", "batch_text", "batch_html", "answer_bundle", "tool_block", "css_id",
            "LiveView", "PromptSlot", "RESULT_PREVIEW_CHARS", "decision_text", "decisions_bundle"]

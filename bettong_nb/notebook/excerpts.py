@@ -10,7 +10,7 @@ Redacting the whole text is cheap (a linear scan), so nothing is kept in reserve
 
 from __future__ import annotations
 
-from .. import secrets
+from ..safety import secrets
 
 __all__ = ["NOTE_CHARS", "head", "tail"]
 

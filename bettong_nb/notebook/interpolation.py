@@ -34,8 +34,8 @@ import functools
 import re
 from typing import Any, Mapping
 
-from .. import secrets
-from ..images import Image, as_image
+from ..safety import secrets
+from ..core.images import Image, as_image
 from .excerpts import NOTE_CHARS, head
 
 __all__ = ["interpolate", "render_value", "PREVIEW_ROWS", "PREVIEW_CHARS", "VALUE_CHARS", "FEW_COLUMNS",

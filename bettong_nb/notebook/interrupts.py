@@ -32,7 +32,7 @@ import threading
 import weakref
 from typing import Any, Coroutine, TypeVar
 
-from .._sync import Interrupted
+from ..core._sync import Interrupted
 
 __all__ = ["StopOnInterrupt", "active", "guarded", "cell_runner", "cell_started"]
 

@@ -206,7 +206,7 @@ class AgentMagics(Magics):
         return make(max_steps=max_steps, model=model, prices=dict(prices) if prices else None)
 
     def _default_session(self, *, new: bool = False) -> tuple[Any, list[str]]:
-        from ..session import Session
+        from ..core.session import Session
 
         config = self._default_config()
         entry = self.sessions.get(DEFAULT)
@@ -224,8 +224,8 @@ class AgentMagics(Magics):
 
     def _target(self, name: str | None, *, new: bool = False) -> tuple[str, Any, list[str]]:
         """(name, session, notes) for a TARGET name; None means the default session."""
-        from ..agent import Agent
-        from ..session import Session
+        from ..core.agent import Agent
+        from ..core.session import Session
 
         if not name:
             session, notes = self._default_session(new=new)
@@ -342,8 +342,8 @@ class AgentMagics(Magics):
         if args.model:
             overrides["model"] = args.model
         if args.format == "html":
-            if importlib.util.find_spec("bettong_nb.sanitize") is None:
-                raise UsageError("-f html needs bettong_nb.sanitize (the HTML sanitiser), which this installation "
+            if importlib.util.find_spec("bettong_nb.safety.sanitize") is None:
+                raise UsageError("-f html needs bettong_nb.safety.sanitize (the HTML sanitiser), which this installation "
                                  "lacks; use -f markdown")
             prompt = _appended(prompt, HTML_REQUEST)
         plan = _Plan(name, session, prompt, overrides, args.out, args.quiet, notes=target_notes + notes,
@@ -402,7 +402,7 @@ class AgentMagics(Magics):
         """The person who approves, as configured (%config AgentMagics): buttons in a kernel,
         y/N in a terminal IPython."""
         if self.mode() == "block":
-            from ..approvals import ask_in_terminal
+            from ..core.approvals import ask_in_terminal
 
             return ask_in_terminal
         from .approvals import ButtonApprover
@@ -411,7 +411,7 @@ class AgentMagics(Magics):
 
     async def ask_person(self, request: Any) -> Any:
         """The person installed at %load_ext: buttons as configured now, shown where display() goes."""
-        from ..approvals import decide
+        from ..core.approvals import decide
 
         return await decide(self.approver(), request)
 
@@ -449,7 +449,7 @@ class AgentMagics(Magics):
     async def _execute(self, plan: _Plan, *, background: bool) -> Any:
         """The turn. A failure leaves no ``_agent_result`` and ends the view quietly: the cell's
         error says what happened, once (a background turn has no cell error, so its view says it)."""
-        from ..approvals import person
+        from ..core.approvals import person
 
         try:
             with person(plan.approver):
@@ -488,8 +488,8 @@ class AgentMagics(Magics):
             _muted("The code is in a new cell below (not run).")
 
     def _run_blocking(self, plan: _Plan) -> None:
-        from .._sync import run_sync
-        from ..terminal import TextView
+        from ..core._sync import run_sync
+        from ..records.terminal import TextView
 
         for note in plan.notes:
             print(note)
@@ -597,8 +597,8 @@ class AgentMagics(Magics):
               f"to {written}")
 
     def _load(self, path: str, name: str | None = None) -> None:
-        from ..saving import ResumeError
-        from ..session import load_session
+        from ..records.saving import ResumeError
+        from ..core.session import load_session
 
         name, session, _ = self._target(name)
         try:
@@ -614,7 +614,7 @@ class AgentMagics(Magics):
     def _sessions(self, _: None) -> Any:
         import pandas as pd
 
-        from ..session import Session
+        from ..core.session import Session
 
         rows, seen = [], set()
         for name, entry in self.sessions.items():
@@ -683,10 +683,11 @@ def _awaiting(magics: AgentMagics) -> Callable[[list[str]], list[str]]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from .. import _sync, approvals, batch
-    from ..results import RunResult
-    from ..session import Session
-    from ..terminal import result_text
+    from ..core import _sync, approvals
+    from ..batches import local as batch
+    from ..core.results import RunResult
+    from ..core.session import Session
+    from ..records.terminal import result_text
     from . import interrupts
     from .display import batch_html, batch_text, result_html, session_html
     from .progress import WidgetProgress
@@ -709,9 +710,10 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .. import _sync, approvals, batch
-    from ..results import RunResult
-    from ..session import Session
+    from ..core import _sync, approvals
+    from ..batches import local as batch
+    from ..core.results import RunResult
+    from ..core.session import Session
     from . import interrupts
 
     ipython.input_transformers_cleanup[:] = [t for t in ipython.input_transformers_cleanup

@@ -12,8 +12,8 @@ import html
 import threading
 from typing import Any, Mapping
 
-from .._kernel import jupyter_kernel
-from ..batch import Progress
+from ..core.kernel import jupyter_kernel
+from ..batches.local import Progress
 
 __all__ = ["WidgetProgress"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ..provider import (CallableProvider, Provider, ProviderError, Request, Response, SystemBlock, refused, text,
-                        tool_uses, truncated, unfence)
+from ..core.provider import (CallableProvider, Provider, ProviderError, Request, Response, SystemBlock,
+    refused, text, tool_uses, truncated, unfence)
 
 __all__ = ["Request", "Response", "SystemBlock", "Provider", "ProviderError", "CallableProvider",
            "text", "tool_uses", "refused", "truncated", "unfence",

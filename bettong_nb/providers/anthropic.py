@@ -43,14 +43,14 @@ from __future__ import annotations
 import os
 from typing import Any, AsyncIterator, Callable, Iterable, Mapping
 
-from .. import events
-from ..http import RETRY_STATUSES, Transport
-from ..json_body import Encoded, Reuse, array, encode, loads
-from ..json_body import body as json_body
-from ..portable import rebuild
-from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
-from ..secrets import url_without_credentials
-from ..usage import Usage
+from ..core import events
+from ..http.client import RETRY_STATUSES, Transport
+from ..http.json_body import Encoded, Reuse, array, encode, loads
+from ..http.json_body import body as json_body
+from ..core.portable import rebuild
+from ..core.provider import ProviderError, Request, Response, decode_arguments, malformed, reading
+from ..safety.secrets import url_without_credentials
+from ..core.usage import Usage
 
 __all__ = ["AnthropicProvider", "DEFAULT_MODEL", "API_VERSION", "encode_request", "decode_response", "usage_from",
            "output_schema"]
@@ -405,7 +405,7 @@ class AnthropicProvider:
         self._api_key = api_key
         self.transport = Transport(name, self.base_url, headers=self._headers, timeout=timeout,
                                    max_retries=max_retries, secret=self._known_key, retry_statuses=_RETRY_STATUSES,
-                                   error=ProviderError)
+                                   error=ProviderError, on_retry=events.report_retry)
         self._reuse = Reuse()  # the JSON of the previous request's messages and tools
 
     @classmethod

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from ..budget import estimate_tokens
-from ..provider import Request, Response, stream_by_completing
-from ..usage import Usage
+from ..core.budget import estimate_tokens
+from ..core.provider import Request, Response, stream_by_completing
+from ..core.usage import Usage
 
 __all__ = ["OfflineModel", "OFFLINE_NOTICE"]
 

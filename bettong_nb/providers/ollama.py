@@ -36,14 +36,14 @@ import json
 import os
 from typing import Any, AsyncIterator, Callable, Mapping
 
-from .. import events
-from ..http import Transport
-from ..json_body import Encoded, Reuse, array, encode, loads
-from ..json_body import body as json_body
-from ..portable import rebuild
-from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
-from ..secrets import url_without_credentials
-from ..usage import Usage
+from ..core import events
+from ..http.client import Transport
+from ..http.json_body import Encoded, Reuse, array, encode, loads
+from ..http.json_body import body as json_body
+from ..core.portable import rebuild
+from ..core.provider import ProviderError, Request, Response, decode_arguments, malformed, reading
+from ..safety.secrets import url_without_credentials
+from ..core.usage import Usage
 
 __all__ = ["OllamaProvider", "DEFAULT_HOST", "host_url", "encode_request", "decode_response"]
 
@@ -219,7 +219,8 @@ class OllamaProvider:
         self.keep_alive = keep_alive
         self.think = think
         self.base_url = host_url(base_url or os.environ.get("OLLAMA_HOST"))
-        self.transport = Transport(name, self.base_url, timeout=timeout, max_retries=max_retries, error=ProviderError)
+        self.transport = Transport(name, self.base_url, timeout=timeout, max_retries=max_retries, error=ProviderError,
+                                   on_retry=events.report_retry)
         self._reuse = Reuse()  # the JSON of the previous request's messages and tools
         self._settings = {"base_url": self.base_url, "timeout": timeout, "max_retries": max_retries, "model": model,
                           "num_ctx": num_ctx, "keep_alive": keep_alive, "think": think, "name": name}

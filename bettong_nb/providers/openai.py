@@ -24,15 +24,15 @@ import os
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Mapping
 
-from .. import events
-from ..http import Transport
-from ..json_body import Encoded, Reuse, array, encode, loads
-from ..json_body import body as json_body
-from ..options import Options
-from ..portable import rebuild
-from ..provider import ProviderError, Request, Response, decode_arguments, malformed, reading
-from ..secrets import url_without_credentials
-from ..usage import Usage, from_openai
+from ..core import events
+from ..http.client import Transport
+from ..http.json_body import Encoded, Reuse, array, encode, loads
+from ..http.json_body import body as json_body
+from ..core.options import Options
+from ..core.portable import rebuild
+from ..core.provider import ProviderError, Request, Response, decode_arguments, malformed, reading
+from ..safety.secrets import url_without_credentials
+from ..core.usage import Usage, from_openai
 
 __all__ = ["OpenAIProvider", "Service", "encode_request", "decode_response", "DEEPSEEK", "OPENAI",
            "STRUCTURED_OUTPUTS", "SCHEMA_INSTRUCTIONS"]
@@ -247,7 +247,8 @@ class OpenAIProvider:
         self._api_key = api_key
         self._key_env = key_env
         self.transport = Transport(name, base_url, headers=self._headers, timeout=timeout,
-                                   max_retries=max_retries, secret=self._known_key, error=ProviderError)
+                                   max_retries=max_retries, secret=self._known_key, error=ProviderError,
+                                   on_retry=events.report_retry)
         self._reuse = Reuse()  # the JSON of the previous request's messages and tools
 
     def __reduce__(self) -> tuple:

@@ -22,9 +22,10 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import events, images, secrets
-from ..provider import ProviderError, Request, Response
-from ..usage import Usage
+from ..core import events, images
+from ..safety import secrets
+from ..core.provider import ProviderError, Request, Response
+from ..core.usage import Usage
 
 __all__ = ["Recording", "Replay", "ReplayMismatch", "cassette", "LIVE_ENV"]
 

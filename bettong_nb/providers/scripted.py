@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-from .. import events
-from ..provider import ProviderError, Request, Response
-from ..usage import Usage
+from ..core import events
+from ..core.provider import ProviderError, Request, Response
+from ..core.usage import Usage
 
 __all__ = ["Scripted"]
 

@@ -7,3 +7,8 @@ model reads back from a tool, notebooks run in real kernels, and JupyterLab in C
     from support.notebooks import run_notebook
     from support.browser import JupyterLab, chromium
 """
+
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent.parent  # tests/: corpora/, notebooks/, wire/, support/
+REPO = TESTS.parent

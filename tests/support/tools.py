@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from bettong_nb._sync import run_sync
-from bettong_nb.capability import capability_tools, invoke, registry
+from bettong_nb.core._sync import run_sync
+from bettong_nb.core.capability import capability_tools, invoke, registry
 
 __all__ = ["model_reads", "tool_result"]
 
