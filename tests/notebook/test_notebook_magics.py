@@ -19,7 +19,7 @@ from IPython.utils.capture import capture_output
 import bettong_nb
 from bettong_nb import events
 from bettong_nb.core.approvals import conversation
-from bettong_nb.notebook import approvals, interpolation, magics
+from bettong_nb.notebook import approvals, extension, interpolation, magics, sessions
 from bettong_nb.providers.offline import OFFLINE_NOTICE, OfflineModel
 from bettong_nb.providers.scripted import Scripted
 from bettong_nb.records.terminal import result_text
@@ -114,8 +114,8 @@ def test_default_session_is_the_offline_model_without_a_key(ip):
 
 def test_default_session_is_deepseek_when_the_key_is_set(ip, monkeypatch):
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-not-used")
-    name, session, notes = _magics(ip)._target(None)
-    assert name == magics.DEFAULT and notes == []
+    name, session, notes = _magics(ip).sessions.target(None)
+    assert name == sessions.DEFAULT and notes == []
     assert session.agent.provider.model == "deepseek-v4-flash" and session.agent.options.model is None
     assert type(session.agent.provider).__name__ == "OpenAIProvider"
 
@@ -140,7 +140,7 @@ def test_an_agent_target_gets_a_session_kept_by_name(ip):
     _ok(ip, "%%agent bot\nsecond question")
     second = model.requests[1].messages
     assert [m["content"] for m in second if m["role"] == "user"] == ["first question", "second question"]
-    table = _magics(ip)._sessions(None)
+    table = _magics(ip).sessions.table()
     assert table.set_index("name").loc["bot", "turns"] == 2
     ip.user_ns["bot"] = bettong_nb.agent(provider=model)  # rebinding the name starts over
     _ok(ip, "%%agent bot\nthird")
@@ -169,7 +169,7 @@ def test_a_session_target_continues_and_new_clears_it(ip):
     assert chat.turns == 2 and ip.user_ns["_agent_session"] is chat
     _ok(ip, "%%agent chat --new\nthree")
     assert chat.turns == 1 and len(model.requests[2].messages) == 1
-    frame = _ok(ip, "%agent sessions") and _magics(ip)._sessions(None)
+    frame = _ok(ip, "%agent sessions") and _magics(ip).sessions.table()
     assert frame.set_index("name").loc["chat", "kind"] == "session"
 
 
@@ -401,7 +401,7 @@ def test_unload_removes_the_magic_and_the_transformer(ip):
     try:
         assert "agent" not in ip.magics_manager.lsmagic()["cell"]
         assert not any(getattr(t, "bettong", False) for t in ip.input_transformers_cleanup)
-        assert magics.CELL_FUNCTION not in ip.user_ns
+        assert extension.CELL_FUNCTION not in ip.user_ns
     finally:
         ip.extension_manager.load_extension("bettong_nb")
 
