@@ -340,3 +340,16 @@ def test_data_on_a_later_cell_of_a_session_tells_the_model_its_tables(ip):
     assert third["messages"][-1]["role"] == "tool" and "42" in third["messages"][-1]["content"]
     assert ip.user_ns["res"].frames()[-1].to_dict("list") == {"s": [42]}
     ip.user_ns.pop("df1")
+
+
+def test_a_data_cell_on_the_offline_model_shows_no_cache_jargon(ip):
+    # The offline demo costs nothing: a --data cell after an ordinary one adds tools to the
+    # conversation, and the cell says nothing about prompt caches or full prices.
+    ip.user_ns["moons"] = pd.DataFrame({"planet": ["Saturn", "Jupiter"], "moons": [146, 95]})
+    ip.user_ns["bot"] = bettong_nb.offline()
+    _ok(ip, "%%agent bot\nhello")
+    captured = _ok(ip, "%%agent bot --data moons\nWhich planet has the most moons?")
+    shown = captured.stdout + captured.stderr + "".join(
+        str(o.data) for o in captured.outputs)
+    assert "full price" not in shown and "cached prefix" not in shown and "tools appended" not in shown
+    ip.user_ns.pop("moons")
