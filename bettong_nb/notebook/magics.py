@@ -64,7 +64,6 @@ import asyncio
 import collections
 import functools
 import html
-import importlib.util
 import os
 import re
 import shlex
@@ -342,9 +341,6 @@ class AgentMagics(Magics):
         if args.model:
             overrides["model"] = args.model
         if args.format == "html":
-            if importlib.util.find_spec("bettong_nb.safety.sanitize") is None:
-                raise UsageError("-f html needs bettong_nb.safety.sanitize (the HTML sanitiser), which this installation "
-                                 "lacks; use -f markdown")
             prompt = _appended(prompt, HTML_REQUEST)
         plan = _Plan(name, session, prompt, overrides, args.out, args.quiet, notes=target_notes + notes,
                      approve=args.approve, fmt=args.format)
