@@ -29,10 +29,10 @@ def measure(repeat: int = 30) -> list[dict]:
     md_wall, md_cpu = sample(lambda: markdown_html(ANSWER), repeat)
     html_wall, html_cpu = sample(lambda: html_answer(as_html), repeat)
     return [
-        row(f"W9 markdown_html of a {len(ANSWER) // 1000} KB answer", md_wall, md_cpu, floor=floor, target=100,
+        row(f"W9 markdown_html of a {len(ANSWER) // 1000} KB answer", md_wall, md_cpu, floor=floor, target=200,
             target_kind="ms"),
         row(f"W9 html_answer of the same answer as HTML ({len(as_html) // 1000} KB)", html_wall, html_cpu,
-            floor=floor, target=30, target_kind="ms"),
+            floor=floor, target=50, target_kind="ms"),
         *(row(f"W9 clean_text of 1 MB of clean {kind} text", *sample(lambda: clean_text(text), repeat),
               target=target, target_kind="ms")
           for kind, text, target in (("ASCII", "x" * 1_000_000, 0.5), ("accented", "é" * 500_000, 5))),
