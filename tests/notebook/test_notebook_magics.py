@@ -581,7 +581,8 @@ def test_approve_in_a_cell_records_decisions_on_the_result(ip, monkeypatch):
     assert seen == [] and call.status == "denied"
     assert call.reason.startswith("no one approved it: no widget frontend")
     html = "".join(o.data.get("text/html", "") for o in captured.outputs)
-    assert re.search(r'→ <span style="color:var\(--jp-error-color1[^"]*">denied</span>', html)
+    assert re.search(r'→ <span style="color:var\(--jp-error-color1[^"]*">denied by the headless policy: no widget '
+                     r'frontend is connected', html)
 
 
 def test_a_quiet_cell_keeps_its_decisions_as_plain_html(ip, monkeypatch):
