@@ -523,8 +523,9 @@ def _run_partition(part: Any, plan: _Plan, partition_info: Mapping[str, Any] | N
     runner = _Rows(agent, shared.worker, done, plan.output_type)
     todo = [_Row(text, item) for item, text in enumerate(prompts) if item not in rows]
     try:
-        with http.gated(shared), budget.sharing(shared.budget):
-            results = run_sync(amap(runner, todo, concurrency=plan.concurrency, progress=False, **plan.overrides))
+        with http.gated(shared):
+            results = run_sync(amap(runner, todo, concurrency=plan.concurrency, progress=False,
+                                    budgets=[shared.budget] if shared.budget is not None else [], **plan.overrides))
     finally:
         shared.leaving()
         agent.close()

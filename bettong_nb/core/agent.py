@@ -16,7 +16,7 @@ import asyncio
 import copy
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 from urllib.parse import urlsplit
 
 from ..safety import secrets
@@ -25,7 +25,7 @@ from . import capability as cap
 from ._sync import awaited, run_sync
 from ..errors import ServiceError
 from .images import Prompt
-from .options import PROVIDER_OPTIONS, Options
+from .options import PROVIDER_OPTIONS, Options, takes_options
 from .provider import CallableProvider, Provider, Request, Response, SystemBlock, checked
 from .results import RunResult, ToolCall
 from ..safety.sanitize import clean, clean_text
@@ -246,12 +246,14 @@ class _Pending:
         return self.error is None and bool(self.verdict)
 
 
-async def execute(provider: Provider, options: Options, prompt: Prompt, *,
-                  toolbox: Toolbox | None = None) -> RunResult:
+async def execute(provider: Provider, options: Options, prompt: Prompt, *, toolbox: Toolbox | None = None,
+                  budgets: Sequence[budget.Budget] = (), conversation: Any = None) -> RunResult:
     """Run one prompt to an answer. ``options.messages`` is a prior transcript to continue; its
     system prompt is kept as it is, so the provider's cached prefix survives. The prompt's
     images are converted and bounded here, before any request (an error for one that cannot go).
-    ``toolbox``: the one ``options`` make, when the caller kept it from an earlier run."""
+    ``toolbox``: the one ``options`` make, when the caller kept it from an earlier run;
+    ``budgets``: the session's and batch's, which this run shares with others; ``conversation``:
+    what "allow always" lasts for (a Session), else this run alone."""
     # Text that cannot be encoded (a lone surrogate) is mended as it enters the transcript, here
     # and below for answers and tool results, so no later request of a session fails on it.
     content = clean(images.prompt_content(prompt, max_side=options.image_max_side,
@@ -265,9 +267,9 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *,
     secret_values = secrets.values_held_by([provider, *options.capabilities])
     secrets.hold(secret_values)
     run = _Run(options, toolbox, system, prior[1:] + [{"role": "user", "content": content}], listener,
-               secret_values, approvals.current_conversation())
+               secret_values, conversation)
     run.scope = run.scope if run.scope is not None else run
-    budgets = budget.active(options.token_budget, options.cost_budget, options.prices)
+    budgets = budget.active(options.token_budget, options.cost_budget, options.prices, shared=budgets)
     fields = options.request_fields()
     shape = structured.Shape.of(options.output_type) if options.output_type is not None else None
     if shape is not None:
@@ -330,7 +332,9 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *,
 
 @runtime_checkable
 class Agent(Protocol):
-    """Anything that runs a prompt: agents and sessions both; write your own."""
+    """Anything that runs a prompt: agents and sessions both; write your own. A session passes
+    ``budgets=`` and ``conversation=`` and a batch ``budgets=`` (see :meth:`ModelAgent.arun`):
+    hand them on to the agent you wrap, or ignore them."""
 
     def run(self, prompt: Prompt, **overrides: Any) -> RunResult: ...
 
@@ -352,6 +356,7 @@ class ModelAgent:
     ``provider_factory(options)`` builds the provider from the options (deepseek(), openai()...
     pass theirs); without one, pass ``provider=``."""
 
+    @takes_options()
     def __init__(self, provider_factory: Callable[[Options], Provider] | None = None, **options: Any):
         self.options = Options.of(**options)
         if self.options.provider is not None and PROVIDER_OPTIONS & set(options):
@@ -390,9 +395,15 @@ class ModelAgent:
             return self._build_provider(options), options
         return self.provider, options
 
-    async def arun(self, prompt: Prompt, **overrides: Any) -> RunResult:
+    @takes_options(per_call=True)
+    async def arun(self, prompt: Prompt, *, budgets: Sequence[budget.Budget] = (), conversation: Any = None,
+                   **overrides: Any) -> RunResult:
+        """Run ``prompt``; any option given here holds for this run only. ``budgets`` (a session's,
+        a batch's) are shared with the other runs holding them; ``conversation`` is what "allow
+        always" lasts for (a Session passes itself)."""
         provider, options = self.resolve(overrides)
-        return await awaited(execute(provider, options, prompt, toolbox=self._toolbox(options)))
+        return await awaited(execute(provider, options, prompt, toolbox=self._toolbox(options), budgets=budgets,
+                                     conversation=conversation))
 
     def _toolbox(self, options: Options) -> Toolbox:
         """The toolbox of the last run when its inputs are the same (compared by value), else a
@@ -414,8 +425,11 @@ class ModelAgent:
         self._kept = None if frozen is None else (frozen, toolbox)
         return toolbox
 
-    def run(self, prompt: Prompt, **overrides: Any) -> RunResult:
-        return run_sync(self.arun(prompt, **overrides))
+    @takes_options(per_call=True)
+    def run(self, prompt: Prompt, *, budgets: Sequence[budget.Budget] = (), conversation: Any = None,
+            **overrides: Any) -> RunResult:
+        """:meth:`arun` from sync code (a notebook cell too)."""
+        return run_sync(self.arun(prompt, budgets=budgets, conversation=conversation, **overrides))
 
     def session(self, *, token_budget: int | None = None, cost_budget: float | None = None) -> "Session":
         """A conversation on this agent; the budgets, when given, cover all its turns."""
@@ -423,15 +437,18 @@ class ModelAgent:
 
         return Session(self, token_budget=token_budget, cost_budget=cost_budget)
 
+    @takes_options(per_call=True)
     async def amap(self, prompts: Iterable[str], *, concurrency: int = 8, progress: bool = True,
                    **overrides: Any) -> "Batch":
         """Run each prompt independently, ``concurrency`` at a time; RunResults in input order.
         ``token_budget``/``cost_budget`` here cover the whole batch. See :mod:`bettong_nb.batch`."""
         return await hooks.call("amap", self, prompts, concurrency=concurrency, progress=progress, **overrides)
 
+    @takes_options(per_call=True)
     def map(self, prompts: Iterable[str], *, concurrency: int = 8, progress: bool = True, **overrides: Any) -> "Batch":
         return hooks.call("map_prompts", self, prompts, concurrency=concurrency, progress=progress, **overrides)
 
+    @takes_options(per_call=True)
     def map_frame(self, frame: Any, *, prompt: str, output: str = "output", **options: Any):
         """Fill column ``output`` of a copy of ``frame`` from the template ``prompt`` over each row
         (``"Classify: {text}"``), or with ``output_type=T`` one typed column per field of T plus

@@ -203,8 +203,8 @@ class BudgetExceeded(Event):
     kind = "budget-exceeded"
 
 
-# The transport emits retries without knowing who listens: the loop installs its listener here
-# for the duration of a run, so every layer below reports into the same stream.
+# A context variable because no caller can pass it: a tool (requires_person's wrapper) and the
+# transport inside a provider report into the run's listener, yet are called without it.
 _listener: contextvars.ContextVar[Callable[[Event], Any] | None] = contextvars.ContextVar(
     "bettong_listener", default=None
 )

@@ -69,6 +69,8 @@ MIN_SECRET_LENGTH = 8  # shorter values would shred ordinary output
 _CREDENTIAL_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|PRIVATE|(?<![A-Z0-9])PASS(?![A-Z0-9])",
     re.I)
+# A context variable because no caller can pass it: redaction runs inside tools (the shell redacts
+# its output before cutting it), which are called with the model's arguments only.
 _enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("bettong_redact", default=True)
 
 

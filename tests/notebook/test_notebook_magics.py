@@ -17,7 +17,6 @@ from IPython.utils.capture import capture_output
 
 import bettong_nb
 from bettong_nb import events
-from bettong_nb.core.approvals import conversation
 from bettong_nb.notebook import approvals, extension, interpolation, sessions
 from bettong_nb.providers.offline import OFFLINE_NOTICE, OfflineModel
 from bettong_nb.providers.scripted import Scripted
@@ -411,10 +410,7 @@ def _approve_run(monkeypatch, actions, *, frontend=True, approver=None, turns=No
                 loop.call_later(0.01, action, prompt_)
 
         approver.show = show
-        if scope is None:
-            return await agent.arun(prompt)
-        with conversation(scope):  # what a Session does around its turns
-            return await agent.arun(prompt)
+        return await agent.arun(prompt, conversation=scope)  # a scope: what a Session passes for its turns
 
     result = asyncio.run(main())
     return result, model, seen, shown
@@ -461,7 +457,7 @@ def test_allow_always_covers_this_tool_for_the_rest_of_the_session(monkeypatch):
 
 
 def test_allow_always_is_remembered_per_session_across_cells(monkeypatch):
-    class Session:  # a Session puts itself around its turns as the conversation
+    class Session:  # a Session passes itself as its turns' conversation
         pass
 
     chat, other = Session(), Session()
@@ -588,8 +584,7 @@ def _recorded_run(monkeypatch, turns, clicks):
         approver.show = show
         show.settle = view.prompts.settle
         agent = tool_agent(Scripted(turns), approve_fn=approver, on_event=view)
-        with conversation(approver):  # a conversation across the steps, as a Session makes
-            result = await agent.arun("go")
+        result = await agent.arun("go", conversation=approver)  # a conversation across the steps, as a Session makes
         view.finish(result)
         return result, shown
 
