@@ -75,6 +75,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
+from .cells import CellFinder, usage_by_cell
 from .display import answer_bundle
 from .errorlog import ErrorLog
 from .interpolation import interpolate
@@ -179,6 +180,7 @@ class AgentMagics(Magics):
         self.sessions: dict[str, _Entry] = {}
         self.tasks: set[asyncio.Task] = set()
         self.errors = ErrorLog(shell)  # {Err}: filled by the post_run_cell hook %load_ext installs
+        self.cells = CellFinder(shell)  # the cell each run starts from, and each cell's first line
 
     # --- configuration and targets ----------------------------------------------------------
 
@@ -524,6 +526,7 @@ class AgentMagics(Magics):
 
           %agent sessions             the sessions %%agent keeps, and Sessions in your namespace
           %agent usage [TARGET]       one row per model request (a DataFrame)
+          %agent usage [TARGET] --by cell   tokens and cost per notebook cell, its first line beside it
           %agent tools [TARGET]       one row per tool call (a DataFrame)
           %agent transcript [TARGET]  the conversation, tool calls expandable
           %agent reset [TARGET]       forget the conversation (keeps the agent)
@@ -540,6 +543,12 @@ class AgentMagics(Magics):
             print(self.agent_command.__doc__)
             return None
         command, rest = words[0], words[1:]
+        by_cell = command == "usage" and "--by" in rest
+        if by_cell:
+            at = rest.index("--by")
+            if rest[at + 1:at + 2] != ["cell"]:
+                raise UsageError("%agent usage --by takes one grouping, cell: %agent usage [TARGET] --by cell")
+            rest = rest[:at] + rest[at + 2:]
         commands = {"sessions": self._sessions, "usage": self._usage, "tools": self._tools,
                     "transcript": self._transcript, "reset": self._reset, "save": self._save, "load": self._load,
                     "explain": None, "fix": None}
@@ -558,6 +567,8 @@ class AgentMagics(Magics):
                              f"got {' '.join(rest)!r}")
         if commands[command] is None:  # explain, fix: a turn (an awaiting cell when the line is alone in it)
             return self._launch(self._command_plan(line))
+        if by_cell:
+            return usage_by_cell(self._existing(rest[0] if rest else None), self.cells.lines)
         return commands[command](rest[0] if rest else None)
 
     def _existing(self, name: str | None) -> Any:
@@ -683,7 +694,7 @@ def _awaiting(magics: AgentMagics) -> Callable[[list[str]], list[str]]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from ..core import _sync, approvals
+    from ..core import _sync, approvals, kernel
     from ..batches import local as batch
     from ..core.results import RunResult
     from ..core.session import Session
@@ -693,6 +704,7 @@ def load_ipython_extension(ipython: Any) -> None:
     from .progress import WidgetProgress
 
     magics = AgentMagics(shell=ipython)
+    kernel.install_cell(magics.cells)  # each request and tool call records the cell it ran from
     ipython.register_magics(magics)
     ipython.input_transformers_cleanup.append(_awaiting(magics))
     ipython.push({CELL_FUNCTION: magics.agent_cell_async}, interactive=False)
@@ -710,7 +722,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from ..core import _sync, approvals
+    from ..core import _sync, approvals, kernel
     from ..batches import local as batch
     from ..core.results import RunResult
     from ..core.session import Session
@@ -734,3 +746,4 @@ def unload_ipython_extension(ipython: Any) -> None:
     approvals.install_person(None)
     batch.install_progress(None)
     _sync.install_runner(None)
+    kernel.install_cell(None)
