@@ -82,7 +82,8 @@ def _tracing():
     set a tracer provider imported it), so without it nothing is imported and nothing runs."""
     if "opentelemetry.trace" not in sys.modules:
         return None
-    return importlib.import_module(".records.tracing", __name__).observer()
+    tracing = sys.modules.get(f"{__name__}.records.tracing") or importlib.import_module(".records.tracing", __name__)
+    return tracing.observer()
 
 
 events.observe(_tracing)

@@ -149,6 +149,7 @@ class _RunSpans:
         self.tools: dict[str, trace.Span] = {}
         self.decisions: dict[str, events.ApprovalDecided] = {}
         self.start: events.RunStarted | None = None
+        self.costs: list[float] = []  # each answered request's, NaN where its price is unknown
 
     def __call__(self, event: events.Event) -> None:
         handler = getattr(self, f"_{type(event).__name__}", None)
@@ -206,6 +207,7 @@ class _RunSpans:
             if record.model:
                 attributes["gen_ai.response.model"] = record.model
             attributes.update(_cost(record, self.start.prices))
+            self.costs.append(attributes.get("bettong_nb.cost", math.nan))
         if self.capture:
             attributes["gen_ai.output.messages"] = _json([{"role": "assistant", "parts": _parts(event.message["content"]),
                                                            "finish_reason": finish}])
@@ -268,8 +270,8 @@ class _RunSpans:
             if result.stop_reason:
                 attributes["bettong_nb.stop_reason"] = result.stop_reason
                 attributes["gen_ai.response.finish_reasons"] = [_FINISH.get(result.stop_reason, result.stop_reason)]
-            spent = math.fsum(_cost(r, self.start.prices).get("bettong_nb.cost", math.nan) for r in result.requests)
-            if math.isfinite(spent):
+            spent = math.fsum(self.costs)
+            if self.costs and math.isfinite(spent):
                 attributes["bettong_nb.cost"] = spent
                 attributes["bettong_nb.cost.currency"] = currency(self.start.prices)
             if self.capture and result.output is not None:
