@@ -63,9 +63,9 @@ def measure(repeat: int = 200) -> list[dict]:
     out = subprocess.run([sys.executable, "-m", "bench.bench_tracing", "--child", str(repeat)], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     cpus = json.loads(out.strip().splitlines()[-1])
-    return [row("W1 tracing off: arun client CPU vs no observer", cpus["off"], cpus["off"],
+    return [row("T1 W1, tracing off: arun client CPU vs no observer", cpus["off"], cpus["off"],
                 floor_cpus=cpus["none"], target=TARGET, target_kind="ratio"),
-            row("W1 tracing on (SDK, in-memory export) vs off", cpus["on"], cpus["on"],
+            row("T1 W1, tracing on (SDK, in-memory export) vs off", cpus["on"], cpus["on"],
                 floor_cpus=cpus["off again"], target=TARGET, target_kind="ratio")]
 
 
