@@ -191,9 +191,9 @@ class _RunSpans:
     def _Retry(self, event: events.Retry) -> None:
         if self.chat is not None:
             self.retries += 1
+            reason = {"bettong_nb.retry.reason": _redacted(event.reason)} if _texts_safe() else {}
             self.chat.add_event("retry", {"bettong_nb.retry.attempt": event.attempt,
-                                          "bettong_nb.retry.delay_s": event.delay_s,
-                                          "bettong_nb.retry.reason": _redacted(event.reason)})
+                                          "bettong_nb.retry.delay_s": event.delay_s, **reason})
 
     def _AssistantMessage(self, event: events.AssistantMessage) -> None:
         span, self.chat = self.chat, None
