@@ -209,8 +209,8 @@ class _RunSpans:
             attributes.update(_cost(record, self.start.prices))
             self.costs.append(attributes.get("bettong_nb.cost", math.nan))
         if self.capture:
-            attributes["gen_ai.output.messages"] = _json([{"role": "assistant", "parts": _parts(event.message["content"]),
-                                                           "finish_reason": finish}])
+            answer = {"role": "assistant", "parts": _parts(event.message["content"]), "finish_reason": finish}
+            attributes["gen_ai.output.messages"] = _json([answer])
         span.set_attributes(attributes)
         span.end()
 

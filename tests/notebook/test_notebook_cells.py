@@ -71,7 +71,8 @@ def test_a_failing_finder_costs_no_run():
 
     previous = kernel.install_cell(broken)
     try:
-        result = bettong_nb.agent(provider=lambda request: bettong_nb.Response([{"type": "text", "text": "ok"}])).run("x")
+        ok = bettong_nb.Response([{"type": "text", "text": "ok"}])
+        result = bettong_nb.agent(provider=lambda request: ok).run("x")
     finally:
         kernel.install_cell(previous)
     assert result.output == "ok" and result.requests[0].cell is None
@@ -79,6 +80,7 @@ def test_a_failing_finder_costs_no_run():
 
 def test_first_line():
     assert first_line("\n\n  x = 1\ny = 2") == "x = 1"
-    assert first_line("%%agent chat --approve\n\nSummarise {report}\nthen stop") == "%%agent chat --approve · Summarise {report}"
+    magic = "%%agent chat --approve\n\nSummarise {report}\nthen stop"
+    assert first_line(magic) == "%%agent chat --approve · Summarise {report}"
     assert first_line("%%agent") == "%%agent" and first_line("") == ""
     assert len(first_line("y" * 500)) == 80

@@ -162,7 +162,8 @@ def check_run(run, children, *, cell=None):
     denied = tools["c_f"].attributes
     assert denied["bettong_nb.approval"] == "denied" and denied["bettong_nb.status"] == "denied"
     assert tools["c_f"].status.status_code == trace.StatusCode.UNSET
-    assert tools["c_x"].attributes["error.type"] == "OSError" and tools["c_x"].status.status_code == trace.StatusCode.ERROR
+    failed = tools["c_x"]
+    assert failed.attributes["error.type"] == "OSError" and failed.status.status_code == trace.StatusCode.ERROR
 
 
 def check_failed_run(run, children):
@@ -260,7 +261,8 @@ def _trace_to_file(directory):
 
     out = open(_os.path.join(directory, f"spans-{_os.getpid()}.jsonl"), "a", encoding="utf-8")
     provider = _Provider()
-    provider.add_span_processor(_Simple(ConsoleSpanExporter(out=out, formatter=lambda s: s.to_json(indent=None) + "\n")))
+    exporter = ConsoleSpanExporter(out=out, formatter=lambda s: s.to_json(indent=None) + "\n")
+    provider.add_span_processor(_Simple(exporter))
     _trace.set_tracer_provider(provider)
 
 
@@ -380,7 +382,8 @@ def _python(code: str) -> str:
 
 def test_without_a_tracer_provider_nothing_is_imported():
     code = ("import sys, bettong_nb\n"
-            "r = bettong_nb.agent(provider=lambda req: bettong_nb.Response([{'type': 'text', 'text': 'hi'}])).run('x')\n"
+            "hi = lambda req: bettong_nb.Response([{'type': 'text', 'text': 'hi'}])\n"
+            "r = bettong_nb.agent(provider=hi).run('x')\n"
             "print(r.output, sorted(m for m in sys.modules if m.startswith('opentelemetry') or m.endswith('tracing')))")
     assert _python(code) == "hi []"
 
