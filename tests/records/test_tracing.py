@@ -266,12 +266,16 @@ def _trace_to_file(directory):
     _trace.set_tracer_provider(provider)
 
 
-def test_dask_partitions_continue_the_batch_trace_on_the_workers(spans, tmp_path):
+def test_dask_partitions_continue_the_batch_trace_on_the_workers(spans, tmp_path, monkeypatch):
     import cloudpickle
     import dask.dataframe as dd
     import pandas as pd
     from distributed import Client, LocalCluster
 
+    # An IPython shell made by an earlier test replaces __main__ with a module without __spec__,
+    # which starting worker processes reads; a plain script's __main__ has it.
+    monkeypatch.setattr(sys.modules["__main__"], "__spec__", getattr(sys.modules["__main__"], "__spec__", None),
+                        raising=False)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
     try:
         with LoopbackServer(Model()) as server, \
