@@ -18,6 +18,7 @@ from .common import table
 # module -> keyword arguments of its measure() for a full and a quick run
 SUITES = {
     "bench.bench_loop": ({"repeat": 200}, {"repeat": 50}),
+    "bench.bench_tracing": ({"repeat": 200}, {"repeat": 50}),
     "bench.bench_parallel": ({"repeat": 10}, {"repeat": 3}),
     "bench.bench_import": ({"repeat": 15}, {"repeat": 5}),
     "bench.bench_redact": ({"repeat": 30}, {"repeat": 10}),

@@ -24,7 +24,8 @@ The folders are the layers, bottom up; each imports only from those below it
 - ``presets``: the ready-made agents (``deepseek()``, ``offline()``...);
 - ``notebook/`` and ``cli``: magics, widgets, displays, the terminal;
 - this front door, which fills the core's hooks (``core/hooks.py``): what the core offers but
-  records and batches do (``Session.save``, ``RunResult.export``, ``Agent.map``).
+  records and batches do (``Session.save``, ``RunResult.export``, ``Agent.map``), and installs
+  the events' observer: OpenTelemetry spans (``records/tracing.py``) when a tracer provider is set.
 """
 
 import importlib
@@ -73,6 +74,19 @@ hooks.provide(save=_when_called(".records.saving", "save"), export=_when_called(
               map_prompts=_when_called(".batches.local", "map_prompts"), amap=_when_called(".batches.local", "amap"),
               map_frame=_when_called(".batches.local", "map_frame"),
               dask_map_frame=_when_called(".batches.distributed", "map_frame"))
+
+
+
+def _tracing():
+    """The tracing observer, asked at each run: spans only once OpenTelemetry is loaded (whoever
+    set a tracer provider imported it), so without it nothing is imported and nothing runs."""
+    if "opentelemetry.trace" not in sys.modules:
+        return None
+    tracing = sys.modules.get(f"{__name__}.records.tracing") or importlib.import_module(".records.tracing", __name__)
+    return tracing.observer()
+
+
+events.observe(_tracing)
 
 _LAZY = {"capabilities": ".capabilities", "providers": ".providers", "edn": ".edn", "notebook": ".notebook"}
 

@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..core import budget, images, usage
+from ..core import budget, events, images, usage
 from ..core._sync import awaited, run_sync
 from ..core.results import Ledger, RunResult
 from ..core.usage import duration_text
@@ -203,7 +203,8 @@ async def _amap(agent: Any, prompts: list, concurrency: int, progress: bool | Pr
     async def worker() -> None:
         for index, prompt in queue:  # one shared iterator: a cancelled batch launches nothing more
             try:
-                results[index] = await agent.arun(prompt, budgets=budgets, **overrides)
+                with events.scope("batch.item", index=index):  # the item's run is its child
+                    results[index] = await agent.arun(prompt, budgets=budgets, **overrides)
             except asyncio.CancelledError as exc:
                 results[index] = _failed(exc, prompt)
                 bar.update(results[index])
@@ -212,15 +213,16 @@ async def _amap(agent: Any, prompts: list, concurrency: int, progress: bool | Pr
                 results[index] = _failed(exc, prompt)
             bar.update(results[index])
 
-    workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(prompts)))]
-    try:
-        await asyncio.gather(*workers)
-    except asyncio.CancelledError:
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        if (task := asyncio.current_task()) is not None:
-            task.uncancel()  # the batch returns what finished rather than losing it
+    with events.scope("batch", items=len(prompts)):  # the workers start inside it: their items are its children
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(prompts)))]
+        try:
+            await asyncio.gather(*workers)
+        except asyncio.CancelledError:
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            if (task := asyncio.current_task()) is not None:
+                task.uncancel()  # the batch returns what finished rather than losing it
     for index, prompt in enumerate(prompts):
         if results[index] is None:
             results[index] = _failed(asyncio.CancelledError("not started: the batch was cancelled"), prompt)

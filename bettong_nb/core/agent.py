@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Se
 from urllib.parse import urlsplit
 
 from ..safety import secrets
-from . import approvals, budget, events, hooks, images, structured, usage
+from . import approvals, budget, events, hooks, images, kernel, structured, usage
 from . import capability as cap
 from ._sync import awaited, run_sync
 from ..errors import ServiceError
@@ -102,6 +102,7 @@ class _Run:
     spent: usage.Usage = usage.ZERO
     redactions: int = 0
     stopped: str | None = None  # why a person stopped the run
+    cell: str | None = None  # the notebook cell the run started from
     corrections: int = 0  # answers sent back for not matching the output type
     images: int = -1  # the images the history carries, counted as it grows (see carried())
 
@@ -141,13 +142,15 @@ class _Run:
 
     async def approval(self, request: approvals.ApprovalRequest) -> approvals.Verdict:
         if self.stopped is not None:  # Stop denies the rest of the round without asking again
+            self.listener(events.ApprovalDecided(request.call_id, request.tool, False, self.stopped, "stop"))
             return approvals.Deny(self.stopped, stop=True)
         if self.options.approve_fn is None:
             return approvals.Allow()
         self.listener(events.ApprovalRequested(request.call_id, request.tool, request.capability, request.args))
         verdict = self.scrubbed(await approvals.decide(self.options.approve_fn, request))
         self.listener(events.ApprovalDecided(request.call_id, request.tool, bool(verdict),
-                                             getattr(verdict, "reason", None)))
+                                             getattr(verdict, "reason", None),
+                                             "person" if getattr(verdict, "person", False) else "approve_fn"))
         return verdict
 
     def scrubbed(self, verdict: approvals.Verdict) -> approvals.Verdict:
@@ -184,7 +187,7 @@ class _Run:
         args, error = cap.arguments(block.get("input"))
         entry = self.toolbox.registry.get(name)
         call = ToolCall(name, entry.capability if entry else None, block.get("input") if args is None else args,
-                        id=block["id"], step=self.steps)
+                        id=block["id"], step=self.steps, cell=self.cell)
         self.calls.append(call)
         self.listener(events.ToolCallStarted(call))
         if error is not None:
@@ -246,6 +249,10 @@ class _Pending:
         return self.error is None and bool(self.verdict)
 
 
+def _unheard(event: events.Event) -> None:
+    """The listener of a run nobody listens to."""
+
+
 async def execute(provider: Provider, options: Options, prompt: Prompt, *, toolbox: Toolbox | None = None,
                   budgets: Sequence[budget.Budget] = (), conversation: Any = None) -> RunResult:
     """Run one prompt to an answer. ``options.messages`` is a prior transcript to continue; its
@@ -261,7 +268,8 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *, toolb
     toolbox = toolbox or prepare(options)
     prior = list(options.messages)
     system = prior[0]["content"] if prior else toolbox.system
-    listener = options.on_event or (lambda event: None)
+    # An observer (tracing) listens beside the run's own listener, to the same events.
+    listener = events.observed(options.on_event or _unheard)
     # Beside credential-shaped values, what the provider and the capabilities hold is never shown,
     # nor written to disk later (a saved session, an exported run).
     secret_values = secrets.values_held_by([provider, *options.capabilities])
@@ -269,6 +277,7 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *, toolb
     run = _Run(options, toolbox, system, prior[1:] + [{"role": "user", "content": content}], listener,
                secret_values, conversation)
     run.scope = run.scope if run.scope is not None else run
+    run.cell = kernel.current_cell()
     budgets = budget.active(options.token_budget, options.cost_budget, options.prices, shared=budgets)
     fields = options.request_fields()
     shape = structured.Shape.of(options.output_type) if options.output_type is not None else None
@@ -278,54 +287,70 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *, toolb
     # Where the requests go: a price table's prices hold only at the provider's own API (pricing).
     host = urlsplit(str(getattr(provider, "base_url", None) or "")).hostname
     with events.listening(listener):
-        listener(events.RunStarted(toolbox.system, toolbox.tools))
-        while True:
-            if run.steps >= options.max_steps:
-                return run.result(None, False, stop_reason="max_steps", reason=f"hit max_steps ({options.max_steps})")
-            request = Request(messages=list(run.history), system=[SystemBlock(system, cache=True)],
-                              tools=toolbox.tools, **fields)
-            if budgets:
-                estimate = budget.estimate_tokens(system, request.messages, toolbox.tools, request.max_tokens)
-                if (why := next(filter(None, (b.refusal(estimate) for b in budgets)), None)) is not None:
-                    listener(events.BudgetExceeded(why))
-                    return run.result(None, False, stop_reason="budget", reason=why)
-            listener(events.ModelRequest(run.steps + 1, request.model))
-            sent_at, started = time.time(), time.perf_counter()
-            try:
-                response = checked(await (provider.stream(request, listener) if options.stream
-                                          else provider.complete(request)), provider_name or "the provider")
-            except ServiceError as err:  # whatever path made it, the message holds no secret
-                raise err.redact(run.secrets) from None
-            latency = time.perf_counter() - started
-            run.steps += 1
-            run.spent += response.usage
-            for b in budgets:
-                b.charge(response.usage)
-            run.records.append(usage.RequestRecord(1, run.steps, response.model or request.model, latency,
-                                                   response.usage, provider_name, sent_at,
-                                                   images=run.carried(), host=host, reported_cost=response.cost))
-            # The tool calls of a truncated (half-written) or refused answer are never run, so they
-            # are not kept either: a tool call without its result is never sent to a provider.
-            response.content = clean(response.content)
-            content = response.content if not (response.truncated() or response.refused()) else [
-                b for b in response.content if b["type"] != "tool_use"]
-            run.append({"role": "assistant", "content": content})
-            listener(events.AssistantMessage(run.steps, run.history[-1], response.usage, latency))
-            uses = [b for b in content if b["type"] == "tool_use"]
-            if not uses:
-                if shape is not None and not response.truncated():
-                    if (answered := run.structured_answer(shape, response)) is None:
-                        continue
-                    return answered
-                done = not response.truncated()
-                return run.result(response.text(), done, stop_reason=response.stop_reason,
-                                  reason=None if done else "the answer hit max_tokens",
-                                  stop_details=response.stop_details)
-            run.append({"role": "user", "content": await run.tool_calls(uses)})
-            if fields["tool_choice"] not in (None, "auto", "none"):
-                fields["tool_choice"] = "auto"  # a forced call ("required", a name) forces the first step only
-            if run.stopped is not None:
-                return run.result(None, False, stop_reason="stopped", reason=run.stopped)
+        listener(events.RunStarted(toolbox.system, toolbox.tools, provider_name, options.model, host, options.prices,
+                                   run.cell))
+        try:
+            result = await _steps(run, provider, provider_name, host, budgets, fields, shape)
+        except BaseException as error:
+            listener(events.RunFinished(error=error))
+            raise
+        listener(events.RunFinished(result))
+        return result
+
+
+async def _steps(run: _Run, provider: Provider, provider_name: str | None, host: str | None, budgets: list,
+                 fields: dict[str, Any], shape: structured.Shape | None) -> RunResult:
+    """Ask the model, run the tools it asks for, and again, until it answers or the run must stop."""
+    options, toolbox, system, listener = run.options, run.toolbox, run.system, run.listener
+    while True:
+        if run.steps >= options.max_steps:
+            return run.result(None, False, stop_reason="max_steps", reason=f"hit max_steps ({options.max_steps})")
+        request = Request(messages=list(run.history), system=[SystemBlock(system, cache=True)],
+                          tools=toolbox.tools, **fields)
+        if budgets:
+            estimate = budget.estimate_tokens(system, request.messages, toolbox.tools, request.max_tokens)
+            if (why := next(filter(None, (b.refusal(estimate) for b in budgets)), None)) is not None:
+                listener(events.BudgetExceeded(why))
+                return run.result(None, False, stop_reason="budget", reason=why)
+        listener(events.ModelRequest(run.steps + 1, request.model, request.messages))
+        sent_at, started = time.time(), time.perf_counter()
+        try:
+            response = checked(await (provider.stream(request, listener) if options.stream
+                                      else provider.complete(request)), provider_name or "the provider")
+        except ServiceError as err:  # whatever path made it, the message holds no secret
+            raise err.redact(run.secrets) from None
+        latency = time.perf_counter() - started
+        run.steps += 1
+        run.spent += response.usage
+        for b in budgets:
+            b.charge(response.usage)
+        record = usage.RequestRecord(1, run.steps, response.model or request.model, latency, response.usage,
+                                     provider_name, sent_at, images=run.carried(), host=host, cell=run.cell,
+                                     reported_cost=response.cost)
+        run.records.append(record)
+        # The tool calls of a truncated (half-written) or refused answer are never run, so they
+        # are not kept either: a tool call without its result is never sent to a provider.
+        response.content = clean(response.content)
+        content = response.content if not (response.truncated() or response.refused()) else [
+            b for b in response.content if b["type"] != "tool_use"]
+        run.append({"role": "assistant", "content": content})
+        listener(events.AssistantMessage(run.steps, run.history[-1], response.usage, latency, record,
+                                         response.stop_reason))
+        uses = [b for b in content if b["type"] == "tool_use"]
+        if not uses:
+            if shape is not None and not response.truncated():
+                if (answered := run.structured_answer(shape, response)) is None:
+                    continue
+                return answered
+            done = not response.truncated()
+            return run.result(response.text(), done, stop_reason=response.stop_reason,
+                              reason=None if done else "the answer hit max_tokens",
+                              stop_details=response.stop_details)
+        run.append({"role": "user", "content": await run.tool_calls(uses)})
+        if fields["tool_choice"] not in (None, "auto", "none"):
+            fields["tool_choice"] = "auto"  # a forced call ("required", a name) forces the first step only
+        if run.stopped is not None:
+            return run.result(None, False, stop_reason="stopped", reason=run.stopped)
 
 
 # --- agents -----------------------------------------------------------------------------------

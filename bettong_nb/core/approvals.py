@@ -253,7 +253,7 @@ def requires_person(tool: Any) -> Any:
                     "(an automatic yes does not count)")
                 answer = Deny(why, stop=isinstance(answer, Deny) and answer.stop)
             events.emit(events.ApprovalDecided(request.call_id, request.tool, bool(answer),
-                                               answer.reason if isinstance(answer, Deny) else None))
+                                               answer.reason if isinstance(answer, Deny) else None, "person"))
             if isinstance(answer, Deny):
                 raise Denied(answer)
         result = inner(**args)
