@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from support.browser import JupyterLab, cell, chromium, open_notebook, run_cell, wait_idle
-from test_notebook_cells import SETUP
+from support.notebooks import PRICED_BOT as SETUP
 
 pytestmark = pytest.mark.browser
 

@@ -10,13 +10,8 @@ import math
 import bettong_nb
 from bettong_nb.core import kernel
 from bettong_nb.notebook.cells import first_line, usage_by_cell
-from support.notebooks import run_notebook, stdout
+from support.notebooks import PRICED_BOT as SETUP, run_notebook, stdout
 
-SETUP = """%load_ext bettong_nb
-import bettong_nb
-def model(request):
-    return bettong_nb.Response([{"type": "text", "text": "ok"}], usage=bettong_nb.Usage(1, 10, 2, 12))
-bot = bettong_nb.agent(provider=model, prices={"input": 1.0, "output": 2.0})"""
 
 
 def test_usage_by_cell_in_a_kernel(tmp_path):

@@ -46,7 +46,8 @@ def _session_file(path):
                              capabilities=[{"id": "w", "tools": [bettong_nb.tool(look)]}],
                              approve_fn=lambda request: request.args["city"] != "Rome", prices={"input": 1, "output": 1})
     chat = agent.session()
-    first, second = chat.run("one"), chat.run("two")
+    chat.run("one")
+    chat.run("two")
     chat.save(path)
     return chat
 

@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import bettong_nb
 from support import REPO
 from support.servers import LoopbackServer, Reply, chat_message, tool_call
-from test_secrets import EXPOSURES, corpus_case, leaks
+from support.secrets_corpus import EXPOSURES, corpus_case, leaks
 
 PRICES = {"input": 1.0, "output": 2.0, "cache_hit": 0.1}
 USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
