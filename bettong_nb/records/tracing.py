@@ -287,8 +287,7 @@ class _RunSpans:
 
 def _cost(record: Any, prices: Mapping[str, Any] | None) -> dict[str, Any]:
     """A request's cost attributes: its cost when its price is known, and where the price came from."""
-    parts, source = request_cost(record, prices)
-    spent = sum(parts.values())
+    _, spent, source = request_cost(record, prices)
     out: dict[str, Any] = {"bettong_nb.cost.source": source}
     if math.isfinite(spent):
         out.update({"bettong_nb.cost": spent, "bettong_nb.cost.currency": currency(prices)})
