@@ -52,8 +52,9 @@ def arguments(schema: dict, prompt: str) -> tuple[dict, list[str]]:
         elif kind in ("integer", "number") and figures and name in required:
             figure = figures.pop(0)
             found = int(float(figure)) if kind == "integer" else float(figure)
-        elif kind == "string" and name.lower() in _WHOLE_PROMPT:
-            found = the_prompt_itself(prompt)
+        elif kind == "string" and name.lower() in _WHOLE_PROMPT:  # what the prompt quotes, else all of it
+            found = next((t for t in quoted(prompt) if t in texts), None) or the_prompt_itself(prompt)
+            texts = [t for t in texts if t != found]
         elif kind == "string" and texts and name in required:  # an optional one keeps its default
             found = texts.pop(0)
         elif kind == "boolean" and name in required:

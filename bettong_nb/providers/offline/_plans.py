@@ -12,6 +12,7 @@ the order of :func:`plans_for`):
 - EDN (``read_edn``): the .edn file the prompt names;
 - search (a tool named ``*search*`` with a ``query``): the prompt as the query;
 - shell (``run_shell``): ``ls -la``, then ``head`` of a file the prompt names;
+- Python (``run_python``): the code the prompt holds, else a look at the names defined;
 - any other tool (yours, an MCP server's): the one whose name and description match, with
   arguments from its schema (see :mod:`._arguments`).
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 import re
 
 from ._arguments import arguments, the_prompt_itself
-from ._sql import data_files, described, parse_table, sql_for, tables_offered
+from ._sql import LISTING, data_files, described, parse_table, sql_for, tables_offered
 from ._turn import Step, Turn
 from ._words import file_names, keywords, matches, name_words, overlap, words
 
@@ -82,7 +83,7 @@ class Sql(Plan):
         return tables_offered(turn.tools.get("query_data", {}).get("description", ""))
 
     def _candidates(self, turn: Turn) -> list[str]:
-        listing = next((s for s in _ok(turn, "query_data") if s.args.get("sql") == _LISTING), None)
+        listing = next((s for s in _ok(turn, "query_data") if s.args.get("sql") == LISTING), None)
         return self._tables(turn) or ([] if listing is None else data_files(listing.text, turn.instructions))
 
     def _table(self, turn: Turn):
@@ -100,10 +101,10 @@ class Sql(Plan):
             if candidates:
                 return turn.call("describe_data", {"path": _best(candidates, turn.prompt)})
             if not self._tables(turn) and not turn.done("query_data"):
-                return turn.call("query_data", {"sql": _LISTING})
+                return turn.call("query_data", {"sql": LISTING})
             return None
         table = self._table(turn)
-        queries = [s for s in turn.done("query_data") if s.args.get("sql") != _LISTING]
+        queries = [s for s in turn.done("query_data") if s.args.get("sql") != LISTING]
         if table is not None and not queries:
             return turn.call("query_data", {"sql": sql_for(table, turn.prompt)})
         if table is not None and len(queries) == 1 and queries[0].error and not queries[0].denied:
@@ -120,7 +121,7 @@ class Sql(Plan):
             listed = ", ".join(f"`{c}`" for c in candidates[:12])
             lines.append(f"The data I can query: {listed}." if candidates else "I found no data files to query.")
         for step in _ok(turn, "query_data"):
-            if step.args.get("sql") == _LISTING:
+            if step.args.get("sql") == LISTING:
                 continue
             names, rows, rest = parse_table(step.text)
             lines += [f"I ran:\n```sql\n{step.args.get('sql')}\n```"]
@@ -135,8 +136,6 @@ class Sql(Plan):
                 lines.append("First row: " + ", ".join(f"{n} = **{v}**" for n, v in zip(names, rows[0])) + ".")
         return lines
 
-
-_LISTING = "SELECT file FROM glob('**/*') ORDER BY file"
 
 
 def _best(candidates: list[str], prompt: str) -> str:
@@ -199,10 +198,14 @@ class Files(Plan):
             where = step.args.get("path", ".")
             lines.append(f"`{where}` holds {len(entries)} entries: " + ", ".join(f"`{e}`" for e in entries[:20])
                          + (" …" if len(entries) > 20 else "") + ".")
-        for step in _ok(turn, "read_file"):
+        reads = _ok(turn, "read_file")
+        any_found = any(_matching_lines(s.text, said) for s in reads)
+        for step in reads:
             body = step.text.splitlines()
             found = _matching_lines(step.text, said)
-            if len(found) > 1:
+            if any_found and not found:
+                lines.append(f"`{step.args.get('path')}` does not mention {', '.join(said)}.")
+            elif found and (len(found) > 1 or len(reads) > 1):
                 lines.append(f"`{step.args.get('path')}` ({len(body)} lines); the lines that mention "
                              f"{', '.join(w for w in said if _mentions(step.text, w))}:\n" + quote("\n".join(found)))
             else:
@@ -322,6 +325,27 @@ class Shell(Plan):
         return [f"`{s.args.get('command')}` printed:\n" + quote(s.text, 20) for s in _ok(turn, "run_shell")]
 
 
+class Python(Plan):
+    """run_python: the code the prompt holds (a fenced block or `backticks`), else a harmless look at
+    the names defined."""
+
+    tools = ("run_python",)
+    cues = frozenset("python code run compute calculate evaluate execute".split())
+    LOOK = "sorted(name for name in globals() if not name.startswith('_'))"
+
+    def next_call(self, turn: Turn) -> list[dict] | None:
+        if turn.done("run_python"):
+            return None
+        fenced = re.search(r"```(?:python|py)?\n(.*?)```", turn.prompt, re.S)
+        inline = re.search(r"`([^`\n]+)`", turn.prompt)
+        code = fenced.group(1).strip() if fenced else inline.group(1) if inline else self.LOOK
+        return turn.call("run_python", {"code": code})
+
+    def answer(self, turn: Turn) -> list[str]:
+        return [f"I ran:\n```python\n{s.args.get('code')}\n```\nIt gave:\n" + quote(s.text, 20)
+                for s in _ok(turn, "run_python")]
+
+
 class Custom(Plan):
     """One tool the model has no plan for: called once with arguments from its schema."""
 
@@ -353,7 +377,8 @@ class Custom(Plan):
 
 
 _BUILT_IN = ("query_data", "describe_data", "list_dir", "read_file", "write_file", "delete_file", "list_cells",
-             "read_cell", "list_variables", "describe_variable", "read_edn", "set_edn", "delete_edn", "run_shell")
+             "read_cell", "list_variables", "describe_variable", "read_edn", "set_edn", "delete_edn", "run_shell",
+             "run_python")
 
 
 def _is_search(schema: dict) -> bool:
@@ -368,7 +393,7 @@ def plans_for(turn: Turn) -> list[Plan]:
                                       "variable variables namespace dataframe frame df object"),
                          Files(), Edn()]
     plans += [Search(name) for name, schema in turn.tools.items() if _is_search(schema)]
-    plans.append(Shell())
+    plans += [Shell(), Python()]
     plans += [Custom(name) for name, schema in turn.tools.items() if name not in _BUILT_IN and not _is_search(schema)]
     return [p for p in plans if p.offered(turn)]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ._words import matches, name_words, numbers, proper_nouns, quoted, words
 
-__all__ = ["Table", "described", "sql_for", "tables_offered", "data_files", "parse_table", "source_for"]
+__all__ = ["Table", "LISTING", "described", "sql_for", "tables_offered", "data_files", "parse_table", "source_for"]
 
 # The kinds of file describe_data reads (capabilities/duckdb.py's readers, Excel included).
 _DATA_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".json", ".ndjson", ".jsonl", ".xlsx", ".xls",
@@ -54,15 +54,22 @@ def tables_offered(description: str) -> list[str]:
     return [t.strip() for t in match.group(1).split(",")] if match else []
 
 
+LISTING = "SELECT parse_path(file)[-2] AS folder, parse_filename(file) AS name FROM glob('**/*') ORDER BY file"
+
+
 def data_files(listing: str, instructions: str) -> list[str]:
-    """The data files of a ``glob('**/*')`` result, relative to the data folder, with a glob for each
-    folder holding several files of one kind (``sales/*.parquet``) before its files."""
-    columns, rows, _ = parse_table(listing)
-    paths = [row[0] for row in rows if row and row[0].lower().endswith(_DATA_SUFFIXES)]
-    if not paths:
+    """The data files of the :data:`LISTING` query's result, relative to the data folder (a file in
+    a subfolder as ``folder/name``), with a glob for each folder holding several files of one kind
+    (``sales/*.parquet``) before its files."""
+    _, rows, _ = parse_table(listing)
+    rows = [row for row in rows if len(row) == 2 and row[1].lower().endswith(_DATA_SUFFIXES)]
+    if not rows:
         return []
-    prefix = _folder_prefix(paths, instructions)
-    relative = [p[len(prefix):] for p in paths]
+    match = re.search(r"Data files are in the folder (.+?); write", instructions)
+    root = posixpath.basename(posixpath.normpath(match.group(1))) if match else ""
+    if root in ("", ".", ".."):
+        root = rows[0][0]  # the folder is not named: take the first file's as the data folder
+    relative = [name if folder == root else f"{folder}/{name}" for folder, name in rows]
     groups: dict[tuple[str, str], list[str]] = {}
     for path in relative:
         folder, name = posixpath.split(path)
@@ -73,22 +80,6 @@ def data_files(listing: str, instructions: str) -> list[str]:
             found.append(posixpath.join(folder, "*" + suffix))
         found += members
     return found
-
-
-def _folder_prefix(paths: list[str], instructions: str) -> str:
-    """What to cut from the absolute paths a glob gives: the data folder the instructions name,
-    found where it ends in the paths' common directory (else that common directory)."""
-    common = posixpath.commonpath([posixpath.dirname(p) for p in paths]) + "/"
-    match = re.search(r"Data files are in the folder (.+?); write", instructions)
-    if match:
-        folder = match.group(1).rstrip("/")
-        if folder.startswith("/") and common.startswith(folder + "/"):
-            return folder + "/"
-        marker = "/" + folder.lstrip("./") + "/"
-        at = common.rfind(marker)
-        if folder.lstrip("./") and at >= 0:
-            return common[: at + len(marker)]
-    return common
 
 
 def source_for(name: str, tables: list[str]) -> str:
