@@ -5,7 +5,7 @@ correct a structured answer); what the model did before it, in earlier turns of 
 never read, so a follow-up question is answered from its own tool calls.
 
     turn = Turn.of(request)
-    turn.prompt         # the person's text
+    turn.prompt         # the person's text (without what the notebook layer appends to it)
     turn.steps          # [Step(name, args, text, error)] of this turn, in order
     turn.tools          # {name: schema} the request offers
 """
@@ -54,7 +54,8 @@ class Turn:
     def of(cls, request: Request) -> "Turn":
         messages = request.messages
         start = max((i for i, m in enumerate(messages) if _is_prompt(m)), default=0)
-        prompt = _text(messages[start]["content"]) if messages else ""
+        tools = {t["name"]: t for t in request.tools}
+        prompt = _persons_words(_text(messages[start]["content"]) if messages else "", tools)
         uses = {b["id"]: b for m in messages[start + 1:] if m["role"] == "assistant"
                 and isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_use"}
         steps = [Step(uses[b["tool_use_id"]]["name"], _args(uses[b["tool_use_id"]]), str(b.get("content") or ""),
@@ -63,7 +64,7 @@ class Turn:
                  for b in m["content"] if b.get("type") == "tool_result" and b.get("tool_use_id") in uses]
         count = sum(1 for m in messages if isinstance(m["content"], list)
                     for b in m["content"] if b.get("type") == "tool_use")
-        return cls(prompt=prompt, steps=steps, tools={t["name"]: t for t in request.tools}, format=request.format,
+        return cls(prompt=prompt, steps=steps, tools=tools, format=request.format,
                    calls_so_far=count, instructions="\n".join(b.text for b in request.system))
 
     def done(self, name: str) -> list[Step]:
@@ -88,6 +89,19 @@ def _text(content: str | list) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+def _persons_words(text: str, tools: dict) -> str:
+    """The prompt without what the notebook layer appends to it: a request in parentheses (``(Answer
+    as an HTML fragment...)``) and a capability's instructions (``Use query_data to...``, what
+    ``%%agent --data`` adds), whose words would otherwise be read as the person's."""
+    paragraphs = text.split("\n\n")
+    while len(paragraphs) > 1:
+        last = paragraphs[-1].strip()
+        if not (last.startswith("(") and last.endswith(")")) and not any(last.startswith(f"Use {t} ") for t in tools):
+            break
+        paragraphs.pop()
+    return "\n\n".join(paragraphs)
 
 
 def _args(use: dict) -> dict:
