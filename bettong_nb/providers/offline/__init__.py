@@ -10,7 +10,8 @@ what they returned in this turn, quoting the rows, lines and numbers it found.
 What it does with each capability (see :mod:`._plans`): SQL (describe, then one query built from
 the prompt's words and the columns), files (list, then the file whose name or text matches),
 notebook cells and variables (list, then read the one named), EDN (the file named), search (the
-prompt as the query), the shell (``ls -la``, then ``head`` of a file named), and any other tool
+prompt as the query), the shell (``ls -la``, then ``head`` of a file named), Python (the code the
+prompt holds), and any other tool
 (your ``@tool`` functions, MCP tools): the one whose name or description matches, called with
 arguments from its schema, or a sentence saying what it would need.
 
@@ -38,8 +39,8 @@ from ._words import first_line
 
 __all__ = ["OfflineModel", "OFFLINE_NOTICE", "REAL_MODEL"]
 
-OFFLINE_NOTICE = ("(offline demo model: no API key is set, so no real model answered. "
-                  "Set DEEPSEEK_API_KEY, or pass provider=, for real answers.)")
+OFFLINE_NOTICE = ("(offline demo model: a demonstration of the tools, not a real model. For real answers use one, "
+                  "such as bettong_nb.deepseek() with DEEPSEEK_API_KEY.)")
 REAL_MODEL = ("set one with `bettong_nb.deepseek()` and DEEPSEEK_API_KEY, `bettong_nb.openai(base_url=...)`, "
               "or in a notebook `%config AgentMagics.provider = 'deepseek'` (and `%config AgentMagics.model`)")
 
