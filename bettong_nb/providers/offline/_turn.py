@@ -37,7 +37,7 @@ class Step:
     @property
     def denied(self) -> str | None:
         """``"read_file was not allowed: too big"`` when the person (or a policy) denied the call."""
-        match = _DENIED.match(self.text)
+        match = _DENIED.match(self.text) if self.error else None  # a file may hold these words
         return None if match is None else match.group(0)[len("ERROR: "):].strip()
 
 
