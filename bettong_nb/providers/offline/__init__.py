@@ -54,7 +54,7 @@ def _tokens(request: Request) -> int:
     return max(1, estimate_tokens(system, request.messages, request.tools, None))
 
 
-def explaining(prompt: str) -> str | None:
+def _explaining(prompt: str) -> str | None:
     """The error a prompt asks to explain or fix (its traceback's last line), or None."""
     errors = _ERROR_LINE.findall(prompt)
     if not errors or not (_EXPLAIN.search(prompt) or "Traceback" in prompt):
@@ -88,7 +88,7 @@ class OfflineModel:
         return await stream_by_completing(self, request, on_event)
 
     def _next(self, turn: Turn) -> list[dict]:
-        error = explaining(turn.prompt)
+        error = _explaining(turn.prompt)
         if error is not None:
             return [{"type": "text", "text": self._structured(turn) if turn.format else
                      f"`{error}`: explaining or fixing an error needs a real model, and this is the offline demo "
@@ -113,7 +113,7 @@ class OfflineModel:
                          f"a real model would choose better ({REAL_MODEL}).")
         else:
             lines += plan.answer(turn)
-        if not any(s for s in turn.steps) and plan is not None and not lines:
+        if not lines:
             lines.append("I called no tool for this request.")
         lines.append(OFFLINE_NOTICE)
         return "\n\n".join(lines)
