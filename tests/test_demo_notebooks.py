@@ -309,8 +309,10 @@ def test_sql_exploration(executed):
     assert re.fullmatch(r"5 requests, [\d,]+ prompt tokens, \$0\.\d{4} in all\n", total), total
 
     # The offline demo model, no cassette: its SQL ran on the real files; pandas agrees with the frame.
-    demo = _data(_cell(nb, "demo = bettong_nb.offline"), "text/html")[0]
-    assert "query_data(sql=&quot;SELECT channel, count(*) AS n FROM &#x27;sales/2024.parquet&#x27;" in demo
+    demo = _cell(nb, "demo = bettong_nb.offline")
+    assert "query_data(sql=&quot;SELECT channel, count(*) AS n FROM" in _data(demo, "text/html")[0]
+    assert ("SELECT channel, count(*) AS n FROM 'sales/2024.parquet' WHERE year(order_date) = 2024 "
+            "GROUP BY channel") in _data(demo, "text/plain")[0]
     sales = pd.read_parquet(NOTEBOOKS / "shop" / "sales" / "2024.parquet")
     counts = sales[pd.to_datetime(sales["order_date"]).dt.year == 2024]["channel"].value_counts()
     frame = _rows(_data(_cell(nb, "orders.frames()[-1]"), "text/plain")[0])
