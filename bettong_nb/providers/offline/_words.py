@@ -96,7 +96,7 @@ def numbers(text: str) -> list[str]:
 def file_names(text: str) -> list[str]:
     """What looks like a file name or path in the prompt (``moons.csv``, ``sales/2024.parquet``)."""
     return [m.rstrip(".,;:!?)") for m in re.findall(r"[\w./*-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}\b", text)
-            if not re.fullmatch(r"[\d.]+", m)]
+            if not re.fullmatch(r"[\d.]+|[a-z]\.[a-z]", m.lower())]  # not 3.5, not e.g or i.e
 
 
 def first_line(text: str, limit: int = 200) -> str:
