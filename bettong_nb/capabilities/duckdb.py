@@ -173,8 +173,7 @@ class DuckDB:
         con.execute("SET enable_external_access = false")
         con.execute("SET allow_extension_repositories = 'forbidden'")
         con.execute("CALL enable_logging('FileSystem')")
-        # No progress bar: in a notebook it is a widget drawn in the person's cell whenever a query
-        # (or the first one's pandas import) passes two seconds.
+        # a slow query would otherwise draw DuckDB's own progress widget into the notebook cell
         con.execute("SET enable_progress_bar = false")
         con.execute("SET lock_configuration = true")
         for name, frame in (self.tables or {}).items():
