@@ -67,6 +67,7 @@ class OfflineModel:
     same response."""
 
     name = "offline"
+    free = True  # no request has a price
     model = "offline-demo"
 
     async def complete(self, request: Request) -> Response:
