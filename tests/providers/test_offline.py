@@ -271,7 +271,7 @@ def test_no_tools_says_so_and_how_to_get_a_real_model():
 
 
 def test_an_error_to_explain_gets_one_line_naming_the_error_and_a_real_model(data):
-    from bettong_nb.notebook.magics import EXPLAIN, FIX
+    from bettong_nb.notebook.line_commands import EXPLAIN, FIX
 
     error = ("In [3]:\nprint(y)\n\n---------------------------------------------------------------------------\n"
              "NameError                                 Traceback (most recent call last)\nCell In[3], line 1\n"

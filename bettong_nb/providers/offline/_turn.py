@@ -55,7 +55,8 @@ class Turn:
         messages = request.messages
         start = max((i for i, m in enumerate(messages) if _is_prompt(m)), default=0)
         tools = {t["name"]: t for t in request.tools}
-        prompt = _persons_words(_text(messages[start]["content"]) if messages else "", tools)
+        written = _text(messages[start]["content"]) if messages else ""
+        prompt = _persons_words(written, tools)
         uses = {b["id"]: b for m in messages[start + 1:] if m["role"] == "assistant"
                 and isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_use"}
         steps = [Step(uses[b["tool_use_id"]]["name"], _args(uses[b["tool_use_id"]]), str(b.get("content") or ""),
@@ -65,7 +66,8 @@ class Turn:
         count = sum(1 for m in messages if isinstance(m["content"], list)
                     for b in m["content"] if b.get("type") == "tool_use")
         return cls(prompt=prompt, steps=steps, tools=tools, format=request.format,
-                   calls_so_far=count, instructions="\n".join(b.text for b in request.system))
+                   calls_so_far=count,  # a --data cell's instructions come in its prompt, not the system's
+                   instructions="\n".join([*(b.text for b in request.system), written[len(prompt):]]))
 
     def done(self, name: str) -> list[Step]:
         """This turn's calls of ``name``, in order."""
