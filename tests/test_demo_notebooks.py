@@ -164,10 +164,11 @@ def test_quickstart(executed):
     assert "Session · 2 turns" in transcript and "You · turn 2" in transcript and "<details" in transcript
 
     usage = _rows(_data(_cell(nb, "usage = chat.usage_frame()"), "text/plain")[0])
-    assert usage[0] == ["turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
+    assert usage[0] == ["turn", "step", "cell", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
                         "cost_total", "price_source"]
-    assert [row[1:4] for row in usage[1:]] == [["1", "1", "hand-written"], ["1", "2", "hand-written"],
-                                                ["2", "1", "hand-written"]]
+    assert [row[1:3] + row[4:5] for row in usage[1:]] == [["1", "1", "hand-written"], ["1", "2", "hand-written"],
+                                                          ["2", "1", "hand-written"]]
+    assert all(row[3].startswith("In[") for row in usage[1:])  # nbclient sends no cell id: In[n]
 
     # The offline demo model ran the same tool with no key and no cassette, and said what it is.
     demo = _stdout(_cell(nb, "demo = bettong_nb.offline"))
@@ -301,7 +302,7 @@ def test_sql_exploration(executed):
     assert [row[0] for row in check[1:-1]] == list(growth.sort_values(ascending=False).index)
 
     usage = _rows(_data(_cell(nb, "usage = chat.usage_frame()"), "text/plain")[0])
-    assert usage[0][:4] == ["turn", "step", "model", "prompt_tokens"] and usage[0][-2:] == ["cost_total",
+    assert usage[0][:5] == ["turn", "step", "cell", "model", "prompt_tokens"] and usage[0][-2:] == ["cost_total",
                                                                                           "price_source"]
     assert [row[1:3] for row in usage[1:]] == [["1", "1"], ["1", "2"], ["1", "3"], ["2", "1"], ["2", "2"]]
     assert all(float(row[-2]) > 0 and row[-1] == "given" for row in usage[1:])

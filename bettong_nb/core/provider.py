@@ -97,6 +97,7 @@ class Response:
     model: str | None = None
     usage: Usage = field(default_factory=Usage)
     stop_details: Any = None
+    cost: float | None = None  # what the server said this request cost (a gateway's bill), in its currency
 
     def text(self) -> str:
         return text(self)

@@ -134,8 +134,8 @@ class Gate(Protocol):
     def pause(self, service: str, seconds: float) -> None: ...
 
 
-# The runs of a batch started inside ``gated(gate)`` carry it (context variables are copied
-# into their tasks), as budgets are shared with ``budget.sharing``.
+# A context variable because no caller can pass it: the transport sits inside whatever provider a
+# run uses, reached through ``complete(request)``, which has no place for a gate.
 _gate: contextvars.ContextVar[Gate | None] = contextvars.ContextVar("bettong_gate", default=None)
 
 
@@ -367,7 +367,10 @@ class Transport:
 
     async def json(self, method: str, path: str, **kwargs: Any) -> Any:
         """:meth:`request`, then the body as JSON; a body that is not JSON is an error."""
-        response = await self.request(method, path, **kwargs)
+        return self.parsed(await self.request(method, path, **kwargs))
+
+    def parsed(self, response: httpx.Response) -> Any:
+        """``response``'s body as JSON (when its headers matter too: :meth:`request`, then this)."""
         try:
             return loads(response.content)
         except ValueError:

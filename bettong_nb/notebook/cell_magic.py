@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import collections
 import difflib
-import importlib.util
 import inspect
 import os
 import textwrap
@@ -133,6 +132,8 @@ def cell_plan(magics: AgentMagics, line: str, cell: str) -> Plan | None:
     prompt = cell if args.no_interpolate else interpolate(cell, _namespace(magics), notes=notes)
     if isinstance(prompt, str) and not prompt.strip():  # a list of parts holds an image
         raise UsageError("The %%agent cell is empty: write the prompt below the %%agent line.")
+    if pictures := sum(1 for part in prompt if not isinstance(part, str)) if isinstance(prompt, list) else 0:
+        notes.append(f"{pictures} image{'s' if pictures > 1 else ''} sent with the prompt")
     name, session, target_notes = magics.sessions.target(args.target, new=args.new)
     overrides: dict[str, Any] = {"stream": magics.stream and not args.no_stream}
     if args.max_steps is not None:
@@ -140,9 +141,6 @@ def cell_plan(magics: AgentMagics, line: str, cell: str) -> Plan | None:
     if args.model:
         overrides["model"] = args.model
     if args.format == "html":
-        if importlib.util.find_spec("bettong_nb.safety.sanitize") is None:
-            raise UsageError("-f html needs bettong_nb.safety.sanitize (the HTML sanitiser), which this installation "
-                             "lacks; use -f markdown")
         prompt = _appended(prompt, HTML_REQUEST)
     plan = Plan(name, session, prompt, overrides, args.out, args.quiet, notes=target_notes + notes,
                 approve=args.approve, fmt=args.format)

@@ -45,7 +45,7 @@ def _awaiting(magics: AgentMagics) -> Callable[[list[str]], list[str]]:
 
 def load_ipython_extension(ipython: Any) -> None:
     from ..batches import local as batch
-    from ..core import _sync, approvals
+    from ..core import _sync, approvals, kernel
     from ..core.results import RunResult
     from ..core.session import Session
     from ..records.terminal import result_text
@@ -68,11 +68,12 @@ def load_ipython_extension(ipython: Any) -> None:
     approvals.install_person(magics.runner.ask_person)
     batch.install_progress(WidgetProgress)
     _sync.install_runner(interrupts.cell_runner)  # Stop ends `await agent.arun(...)` in a cell too
+    kernel.install_cell(magics.cells)  # each request and tool call records the cell it ran from
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     from ..batches import local as batch
-    from ..core import _sync, approvals
+    from ..core import _sync, approvals, kernel
     from ..core.results import RunResult
     from ..core.session import Session
     from . import interrupts
@@ -95,3 +96,4 @@ def unload_ipython_extension(ipython: Any) -> None:
     approvals.install_person(None)
     batch.install_progress(None)
     _sync.install_runner(None)
+    kernel.install_cell(None)
