@@ -593,3 +593,8 @@ def test_the_shipped_demo_data_is_what_the_script_writes(tmp_path):
         else:
             assert path.read_bytes() == twin.read_bytes()
     assert sum(p.stat().st_size for p in written) < 5_000_000
+
+
+def test_no_progress_bar_is_drawn_in_the_persons_cell(tmp_path):
+    sql = caps.duckdb(root=tmp_path)
+    assert sql._con.execute("SELECT current_setting('enable_progress_bar')").fetchone() == (False,)
