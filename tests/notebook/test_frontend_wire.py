@@ -74,8 +74,8 @@ def test_answers_reach_the_request_that_asked():
 
     fe, comm, got = asyncio.run(main())
     assert got[0] == [{"id": "a", "source": "x"}] and got[1:] == [f"new-{i}" for i in range(5)]
-    assert comm.sent[1] == {"id": 2, "op": "insert_cell", "after_id": "a", "cell_type": "code", "source": "0",
-                            "metadata": {}}
+    assert comm.sent[1] == {"id": 2, "op": "insert_cell", "target": "bettong_nb.notebook", "after_id": "a",
+                            "cell_type": "code", "source": "0", "metadata": {}}
     assert fe._pending == {}
 
 
