@@ -35,7 +35,7 @@ import threading
 import time
 from typing import Any
 
-from .. import UserError
+from ..errors import UserError
 from .._kernel import jupyter_kernel
 
 __all__ = ["FrontendError", "Frontend", "connect", "current_cell_id", "TARGET"]

@@ -108,9 +108,12 @@ def test_cells_and_hello_in_jupyterlab(lab, page, results):
         result = {"app": fe.app, "path": fe.path, "versions": fe.versions, "cells": await fe.cells(),
                   "current": frontend.current_cell_id(), "metadata": await fe.notebook_metadata(),
                   "same": fe is await frontend.connect()}
+        import asyncio  # a request from another thread and event loop (answers go to the loop that asked)
+        result["threaded"] = len(await asyncio.to_thread(lambda: asyncio.run(fe.cells())))
     """)
     assert got["app"] == "JupyterLab" and got["path"] == "six.ipynb" and got["versions"]["protocol"] == 1
     assert got["same"]  # connect() is cached for the kernel
+    assert got["threaded"] == 6
     assert got["metadata"]["kernelspec"]["name"] == "python3"
     listed = got["cells"]
     assert [c["id"] for c in listed] == [c.id for c in saved.cells]

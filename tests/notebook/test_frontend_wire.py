@@ -131,3 +131,13 @@ def test_a_closed_comm_fails_the_waiting_requests_at_once():
 def test_outside_a_kernel_there_is_no_frontend_and_no_cell():
     assert asyncio.run(frontend.connect()) is None
     assert frontend.current_cell_id() is None
+
+
+def test_importing_the_bridge_loads_no_comm_machinery():
+    import subprocess
+    import sys
+
+    code = ("import sys, bettong_nb.notebook.frontend; "
+            "print(sorted(m for m in ('comm', 'ipykernel', 'IPython', 'ipywidgets') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
