@@ -13,6 +13,7 @@ when it is missing the test fails and says so.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import secrets
@@ -57,9 +58,25 @@ class JupyterLab:
             "JUPYTER_RUNTIME_DIR": str(self.state_dir / "runtime"),
             "JUPYTERLAB_WORKSPACES_DIR": str(self.state_dir / "workspaces"),
             "JUPYTERLAB_SETTINGS_DIR": str(settings),
+            # The page loads the notebook extension of the bettong_nb these tests import (an
+            # editable install puts none in share/jupyter), ahead of any installed copy.
+            "JUPYTER_PATH": os.pathsep.join(filter(None, [str(self._extension_path()), env.get("JUPYTER_PATH")])),
         })
         env.pop("DEEPSEEK_API_KEY", None)  # the browser test never talks to a real model
         return env
+
+    def _extension_path(self) -> Path:
+        """A JUPYTER_PATH entry whose labextensions/bettong-nb is bettong_nb's built extension."""
+        spec = importlib.util.find_spec("bettong_nb")
+        built = Path(spec.origin).parent / "notebook" / "labextension"
+        if not (built / "package.json").exists():
+            raise RuntimeError(f"{built} holds no built extension: cd frontend && npm ci && npm run build")
+        folder = self.state_dir / "jupyter_path"
+        link = folder / "labextensions" / "bettong-nb"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to(built, target_is_directory=True)
+        return folder
 
     def start(self, timeout: float = 60.0) -> "JupyterLab":
         command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={self.port}",
