@@ -27,11 +27,10 @@ from ..errors import ServiceError
 from .images import Prompt
 from .options import PROVIDER_OPTIONS, Options, takes_options
 from .provider import CallableProvider, Provider, Request, Response, SystemBlock, checked
-from .results import RunResult, ToolCall
+from .results import Batch, RunResult, ToolCall
 from ..safety.sanitize import clean, clean_text
 
 if TYPE_CHECKING:
-    from ..batches.local import Batch
     from .session import Session
 
 __all__ = ["Agent", "ModelAgent", "Prompt", "Toolbox", "BASE_SYSTEM_PROMPT", "execute", "prepare", "system_prompt",
