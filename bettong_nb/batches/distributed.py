@@ -44,7 +44,7 @@ import time
 import uuid
 from typing import Any, AsyncIterator, Mapping
 
-from ..core import budget
+from ..core import budget, portable
 from ..http import client as http
 from ..core._sync import run_sync
 from .local import PromptTemplate, amap, check_columns, fill_answers
@@ -113,6 +113,12 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
         if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
     provider, options = agent.resolve(overrides)  # unknown options fail here, before any task runs
+    if overrides.get("api_key") is not None:
+        where = getattr(provider, "_key_env", None) or f"{getattr(provider, 'name', 'provider').upper()}_API_KEY"
+        raise ValueError(f"api_key= never travels to Dask workers (it would sit in the task graph in clear): "
+                         f"give the workers the key in their environment, e.g. "
+                         f"Client(LocalCluster(env={{{where!r}: key}}))")
+    overrides = portable.withheld(overrides)  # a base_url's credentials are read on the workers too
     output_type = getattr(options, "output_type", None)
     check_columns(frame.columns, _columns(output_type), output)  # an unsupported type fails here too
     if token_budget is not None or cost_budget is not None:
@@ -524,7 +530,8 @@ def _run_partition(part: Any, plan: _Plan, partition_info: Mapping[str, Any] | N
     todo = [_Row(text, item) for item, text in enumerate(prompts) if item not in rows]
     try:
         with http.gated(shared), budget.sharing(shared.budget):
-            results = run_sync(amap(runner, todo, concurrency=plan.concurrency, progress=False, **plan.overrides))
+            results = run_sync(amap(runner, todo, concurrency=plan.concurrency, progress=False,
+                                    **portable.filled(plan.overrides)))
     finally:
         shared.leaving()
         agent.close()

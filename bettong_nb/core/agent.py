@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, ru
 from urllib.parse import urlsplit
 
 from ..safety import secrets
-from . import approvals, budget, events, hooks, images, structured, usage
+from . import approvals, budget, events, hooks, images, portable, structured, usage
 from . import capability as cap
 from ._sync import awaited, run_sync
 from ..errors import ServiceError
@@ -359,12 +359,16 @@ class ModelAgent:
         self._kept: tuple[tuple, Toolbox] | None = None  # the last run's toolbox and its inputs
 
     def __getstate__(self) -> dict:
-        """Pickled (for a Dask worker) as its options and provider factory, never ``api_key``:
-        the provider is made again where it lands and reads its key from that environment."""
-        return {"options": replace(self.options, api_key=None), "factory": self._factory}
+        """Pickled (for a Dask worker) as its options and provider factory, never ``api_key`` nor
+        the credentials of ``base_url`` (see :mod:`.portable`): the provider is made again where it
+        lands and reads them from that environment."""
+        return {"options": replace(self.options, api_key=None, base_url=portable.withheld(self.options.base_url)),
+                "factory": self._factory}
 
     def __setstate__(self, state: dict) -> None:
-        self.options, self._factory = state["options"], state["factory"]
+        options = state["options"]
+        self.options = replace(options, base_url=portable.filled(options.base_url))
+        self._factory = state["factory"]
         self.provider = self._own_provider()
         self._kept = None
 

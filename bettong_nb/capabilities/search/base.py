@@ -32,7 +32,7 @@ from ...core.capability import Tool
 from ...errors import ServiceError
 from ...http.client import Transport
 from ...http.json_body import loads
-from ...core.portable import rebuild
+from ...core.portable import rebuild, withheld
 
 if TYPE_CHECKING:
     import httpx
@@ -75,7 +75,7 @@ class SearchCapability:
         if self.made_by is None:
             return super().__reduce_ex__(protocol)
         factory, settings = self.made_by
-        return rebuild, (factory, settings)
+        return rebuild, (factory, withheld(settings))
 
 
 def keyed(factory: Callable[..., SearchCapability]) -> Callable[..., SearchCapability]:
