@@ -279,23 +279,25 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *,
                 return run.result(None, False, stop_reason="max_steps", reason=f"hit max_steps ({options.max_steps})")
             request = Request(messages=list(run.history), system=[SystemBlock(system, cache=True)],
                               tools=toolbox.tools, **fields)
-            if budgets:
-                estimate = budget.estimate_tokens(system, request.messages, toolbox.tools, request.max_tokens)
-                if (why := next(filter(None, (b.refusal(estimate) for b in budgets)), None)) is not None:
-                    listener(events.BudgetExceeded(why))
-                    return run.result(None, False, stop_reason="budget", reason=why)
+            estimate = budget.estimate_tokens(system, request.messages, toolbox.tools, request.max_tokens) \
+                if budgets else 0
+            # held before the request waits for a slot (a batch's), so requests waiting count too
+            if (why := await budget.take(budgets, estimate)) is not None:
+                listener(events.BudgetExceeded(why))
+                return run.result(None, False, stop_reason="budget", reason=why)
             listener(events.ModelRequest(run.steps + 1, request.model))
             sent_at, started = time.time(), time.perf_counter()
+            response = None
             try:
                 response = checked(await (provider.stream(request, listener) if options.stream
                                           else provider.complete(request)), provider_name or "the provider")
             except ServiceError as err:  # whatever path made it, the message holds no secret
                 raise err.redact(run.secrets) from None
+            finally:
+                budget.settle(budgets, None if response is None else response.usage, estimate)
             latency = time.perf_counter() - started
             run.steps += 1
             run.spent += response.usage
-            for b in budgets:
-                b.charge(response.usage)
             run.records.append(usage.RequestRecord(1, run.steps, response.model or request.model, latency,
                                                    response.usage, provider_name, sent_at,
                                                    images=run.carried(), host=host))

@@ -167,3 +167,17 @@ def test_a_batch_budget_is_shared_by_its_items():
     results = agent.map([f"p{i}" for i in range(10)], concurrency=1, token_budget=1000, progress=False)
     finished = [r for r in results if r.done]
     assert len(finished) == 2 and all("batch token budget" in r.reason for r in results if not r.done)
+
+
+def test_rows_under_way_hold_the_batch_budget_so_it_is_never_passed():
+    # 32 rows start at once; each holds its estimate (max_tokens covers the answer) until its
+    # answer is counted, so no row starts on a budget the others already hold.
+    usage = {"prompt_tokens": 10, "completion_tokens": 50, "total_tokens": 60}
+    with LoopbackServer(lambda request: Reply(body=json.dumps(chat_message("ok", usage=usage)).encode(),
+                                              delay=0.02)) as server:
+        agent = bettong_nb.openai(base_url=server.url, api_key="k", model="m", max_tokens=60)
+        results = agent.map([f"p{i}" for i in range(200)], concurrency=32, token_budget=1000, progress=False)
+        sent = len(server.requests)
+    assert 1 <= sent == sum(r.done for r in results)
+    assert sent * 60 <= 1000, f"{sent} requests spent {sent * 60} tokens of a budget of 1000"
+    assert all("token budget of 1000" in r.reason for r in results if not r.done)
