@@ -75,6 +75,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
+from ..safety.sanitize import visible_controls
 from .display import answer_bundle
 from .errorlog import ErrorLog
 from .interpolation import interpolate
@@ -484,7 +485,8 @@ class AgentMagics(Magics):
             _muted("The code is not put in a new cell because this cell did not wait for the answer; "
                    "it is in _agent_result.code_blocks().")
         else:
-            self.shell.set_next_input("\n\n".join(blocks), replace=False)
+            # a bidi control would lay the code out other than it runs ("Trojan Source"): shown
+            self.shell.set_next_input(visible_controls("\n\n".join(blocks)), replace=False)
             _muted("The code is in a new cell below (not run).")
 
     def _run_blocking(self, plan: _Plan) -> None:
