@@ -75,6 +75,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
+from ..safety.hidden import hides, is_frame, without_hidden
 from ..safety.sanitize import visible_controls
 from .display import answer_bundle
 from .errorlog import ErrorLog
@@ -369,7 +370,12 @@ class AgentMagics(Magics):
         for name in filter(None, (n.strip() for n in names.split(","))):
             if not name.isidentifier() or name not in self.shell.user_ns:
                 raise UsageError(f"--data: no variable named {name!r} in your namespace")
-            frames[name] = self.shell.user_ns[name]
+            value = self.shell.user_ns[name]
+            if hides(name, value):
+                raise UsageError(f"--data: {name} is named like a credential, so what it holds is hidden from "
+                                 "the agent (as the namespace capability hides it); rename it to query it")
+            # what the namespace capability hides, SQL does not read: credential-named text columns
+            frames[name] = without_hidden(value) if is_frame(value) else value
         if any(getattr(c, "id", None) == "duckdb" for c in session.options.capabilities):
             raise UsageError("--data adds a duckdb capability, and this target already has one: "
                              "pass the frames to its tables= instead")
