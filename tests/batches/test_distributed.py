@@ -220,3 +220,20 @@ def test_rows_waiting_for_a_slot_hold_the_budget_so_it_is_never_passed(cluster):
     assert sent == answered and 1 <= answered, answered
     assert sent * 60 <= budget, f"{sent} requests spent {sent * 60} tokens of a budget of {budget}"
     assert out.loc[out["label"].isna(), "error"].str.contains("token budget of 1000").all()
+
+
+def test_no_key_or_url_credential_enters_the_task_graph(cluster):
+    import cloudpickle
+
+    password, query_key = "pw-Graph7Kc4Lr2", "qk-Graph3Hj6Ff1"
+    agent = bettong_nb.openai(base_url=f"http://user:{password}@127.0.0.1:9/v1?api_key={query_key}",
+                              api_key="key-of-the-notebook-000", model="m")
+    with pytest.raises(ValueError, match=r"api_key= never travels.*LocalCluster\(env=\{'OPENAI_API_KEY'"):
+        agent.map_frame(frame(4, 1), prompt="Say {text}", api_key="key-given-to-the-call-000")
+    lazy = agent.map_frame(frame(4, 1), prompt="Say {text}", base_url=f"http://u:{password}@127.0.0.1:9/v1")
+    graph = cloudpickle.dumps(dict(lazy.__dask_graph__()))
+    for secret in (password, query_key, "key-of-the-notebook-000"):
+        assert secret.encode() not in graph
+    # the workers hold no URL with credentials to that host: the partition fails saying how
+    with pytest.raises(RuntimeError, match=r"held credentials.*LocalCluster\(env="):
+        lazy.compute()
