@@ -76,7 +76,12 @@ T = TypeVar("T")
 
 
 class McpError(RuntimeError):
-    """An MCP server could not start, died, gave up, or answered a call with an error."""
+    """An MCP server could not start, died, gave up, or answered a call with an error.
+    ``redactions``: how many of the server's secrets its text had replaced."""
+
+    def __init__(self, message: str, *, redactions: int = 0):
+        super().__init__(message)
+        self.redactions = redactions
 
 
 # --- the MCP loop -------------------------------------------------------------------------------
@@ -430,9 +435,13 @@ class MCP:
         return f"MCP server at {self._safe_url()}"
 
     def _scrub(self, text: str) -> str:
-        # Values already in the environment are left to the agent's redaction, which counts them.
+        return self._scrubbed(text)[0]
+
+    def _scrubbed(self, text: str) -> tuple[str, int]:
+        """The text without this server's secrets, and how many it held. Values already in the
+        environment are left to the agent's redaction, which counts them."""
         known = set(secrets.credential_values())
-        return secrets.redact(text, extra=[v for v in self.secret_values() if v not in known])[0]
+        return secrets.redact(text, extra=[v for v in self.secret_values() if v not in known])
 
     def _error(self, text: str) -> McpError:
         """Every McpError is made here, so none carries a secret (a server's stderr tail prints its env)."""
@@ -602,12 +611,13 @@ class MCP:
             f"the call to {name}", lambda client: client.call_tool(name, arguments, read_timeout_seconds=self.timeout),
             self.timeout)
         texts, images = _result_parts(result)
-        text = self._scrub("\n".join(texts))
+        text, redactions = self._scrubbed("\n".join(texts))
         if result.is_error:
-            raise self._error(text or f"{name} failed without saying why")
+            # scrubbed above, counted: the one McpError not made by _error
+            raise McpError(text or f"{name} failed without saying why", redactions=redactions)
         if images:
-            return ToolOutput(text=text or f"[{len(images)} image{'s' if len(images) > 1 else ''}]", images=tuple(images))
-        return text
+            text = text or f"[{len(images)} image{'s' if len(images) > 1 else ''}]"
+        return ToolOutput(text=text, images=tuple(images), redactions=redactions)
 
     async def _stop(self) -> None:
         async with self._connect_lock:

@@ -167,6 +167,9 @@ def test_an_agent_calls_each_tool_through_the_normal_path(transport, request):
     assert results["c1"] == "echo: hello"
     assert results["c2"] == "[1 image]"
     assert results["c3"] in ("DEEPSEEK_API_KEY=[redacted]", "authorization=[redacted]")
+    # the capability redacted its own secret before the loop saw it: the tool frame still counts it
+    assert [c.redactions for c in result.tool_calls] == [0, 0, 1, 0, 0]
+    assert result.tool_frame()["redactions"].tolist() == [0, 0, 1, 0, 0]
     assert results["c4"] == "ERROR: Error executing tool raising: the raising tool refuses, as designed"
     assert results["c5"] == "ERROR: the call to slow took longer than 1 s and was cancelled"
     assert all(SECRET not in r.text for r in model.requests)
