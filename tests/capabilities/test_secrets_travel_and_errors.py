@@ -196,3 +196,25 @@ def test_an_mcp_server_naming_itself_like_a_capability_gets_its_own_id(tmp_path)
     twins = [caps.filesystem(root=str(tmp_path)), {"id": "filesystem", "tools": []}]
     with pytest.raises(ToolError, match="Two capabilities have the id 'filesystem'"):
         bettong_nb.agent(provider=Scripted(["x"]), capabilities=twins).run("x")
+
+
+# --- search sources: their HTTP failures, on the capability itself ------------------------------
+
+@pytest.mark.parametrize("source", ["brave", "tavily", "serper", "google"])
+@pytest.mark.parametrize("status", [401, 403, 429, 500])
+def test_a_search_sources_own_error_holds_no_key_or_url_credential(source, status):
+    from support.servers import Reply
+
+    def echo(request):  # a hostile or careless API: the key and the URL's password come back
+        body = json.dumps({"error": {"message": f"bad key {KEY} for {request.path} {PASSWORD}"}})
+        return Reply(status, body.encode(), {"Content-Type": "application/json", "Retry-After": "0"})
+
+    with LoopbackServer(echo) as api:
+        url = api.url.replace("http://", f"http://user:{PASSWORD}@") + f"/x?api_key={QUERY_KEY}"
+        made = {"brave": lambda: caps.brave(api_key=KEY, base_url=url),
+                "tavily": lambda: caps.tavily(api_key=KEY, base_url=url),
+                "serper": lambda: caps.serper(api_key=KEY, base_url=url),
+                "google": lambda: caps.google(api_key=KEY, cx="cx-1", base_url=url)}[source]()
+        with pytest.raises(Exception) as caught:
+            asyncio.run(made.tools[0].handler(query="q"))
+    _assert_clean(_text_of(caught.value))
