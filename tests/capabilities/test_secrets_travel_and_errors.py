@@ -218,3 +218,46 @@ def test_a_search_sources_own_error_holds_no_key_or_url_credential(source, statu
         with pytest.raises(Exception) as caught:
             asyncio.run(made.tools[0].handler(query="q"))
     _assert_clean(_text_of(caught.value))
+
+
+# --- every built-in capability's failures, with a secret in reach -------------------------------
+
+SECRET_ENV = "zt-Rk4Wq9Lm2Xc7Vb5"  # only its variable's name makes it a secret
+
+
+def _failing_calls(tmp_path):
+    (tmp_path / "note.txt").write_text(f"the value is {SECRET_ENV}\n")
+    (tmp_path / "bad.csv").write_text(f'a,b\n1,"{SECRET_ENV}\n')
+    (tmp_path / "bad.edn").write_text(f'{{:k "{SECRET_ENV}" :unclosed [')
+    return [
+        (caps.python({}, require_approval=False), "run_python",
+         {"code": "import os\nraise ValueError('boom ' + os.environ['SVC_TOKEN'])"}),
+        (caps.shell(root=str(tmp_path)), "run_shell", {"command": "cat note.txt >&2; exit 3"}),
+        (caps.filesystem(root=str(tmp_path)), "read_file", {"path": f"missing-{SECRET_ENV}.txt"}),
+        (caps.edn(root=str(tmp_path)), "read_edn", {"path": "bad.edn"}),
+        (caps.duckdb(root=str(tmp_path)), "query_data", {"sql": f"SELECT * FROM read_csv('bad.csv') WHERE b = '{SECRET_ENV}' AND x"}),
+        (caps.namespace({"cfg": 1}), "describe_variable", {"name": SECRET_ENV}),
+    ]
+
+
+def test_every_capabilitys_failure_reaches_neither_the_model_nor_the_person_with_a_secret(tmp_path, monkeypatch):
+    monkeypatch.setenv("SVC_TOKEN", SECRET_ENV)
+    for capability, tool, args in _failing_calls(tmp_path):
+        script = [chat_message(tool_calls=[tool_call(tool, args, id="c1")]), chat_message("done")]
+        with LoopbackServer(ChatScript(script)) as model:
+            agent = bettong_nb.openai(base_url=model.url, api_key="k", model="m", capabilities=[capability],
+                                      approve_fn=lambda request: True)
+            result = agent.run("try it")
+            # what went back to the model: the tool results (its own call may hold what it wrote)
+            received = [json.dumps(m) for r in model.requests for m in r.json()["messages"] if m["role"] == "tool"]
+        call = result.tool_calls[0]
+        assert call.status == "error" or any(w in str(call.result) for w in ("exit", "exception")), \
+            (tool, call.status, call.result)  # python and the shell report failures as data
+        assert "[redacted]" in str(call.result) or tool in ("edn", "read_edn", "query_data"), call.result
+        shown = f"{call.result} {call.traceback} {call.why() if call.status == 'denied' else ''}"
+        assert received, tool
+        for text in (shown, *received):
+            assert SECRET_ENV not in text, (tool, text)
+        capability_close = getattr(capability, "close", None)
+        if capability_close:
+            capability_close()
