@@ -346,8 +346,9 @@ class MCP:
         await _hop(self._start())
         return self
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> str | ToolOutput:
-        """Call one of the server's tools: its text, or a ToolOutput when it returned images.
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolOutput:
+        """Call one of the server's tools: its text (scrubbed of this server's secrets, counted in
+        ``redactions``) and the images it returned.
         Raises :class:`McpError` for an error result, TimeoutError past ``timeout``."""
         return await _hop(self._call(name, dict(arguments or {})))
 
@@ -599,14 +600,14 @@ class MCP:
     def _as_tool(self, spec: Any) -> Tool:
         name = spec.name
 
-        async def call(**arguments: Any) -> str | ToolOutput:
+        async def call(**arguments: Any) -> ToolOutput:
             return await self.call_tool(name, arguments)
 
         schema = dict(spec.input_schema or {})
         schema.setdefault("type", "object")
         return Tool(name=name, handler=call, description=spec.description, parameters=schema)
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> str | ToolOutput:
+    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
         result = await self._request(
             f"the call to {name}", lambda client: client.call_tool(name, arguments, read_timeout_seconds=self.timeout),
             self.timeout)

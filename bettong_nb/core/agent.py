@@ -163,7 +163,9 @@ class _Run:
     async def tool_calls(self, uses: list[dict]) -> list[dict]:
         """One step's tool calls, asked about one at a time in the model's order. An allowed call
         starts at once, beside the calls still running, unless its tool must run alone: then it
-        waits for them, and the calls after it wait for it. Results keep the model's order."""
+        waits for them, and the calls after it wait for it. Results keep the model's order. A sync
+        tool runs in a worker thread even alone, so the event loop (a live view's clock, the
+        stop button) goes on while it works."""
         results: list[asyncio.Task | dict] = []
         async with asyncio.TaskGroup() as group:  # cancelling the run cancels the running calls
             for block in uses:
@@ -173,7 +175,7 @@ class _Run:
                     continue
                 if pending.allowed:
                     await asyncio.gather(*(r for r in results if isinstance(r, asyncio.Task)))
-                results.append(await self.finish(pending))
+                results.append(await self.finish(pending, in_thread=True))
         return [r.result() if isinstance(r, asyncio.Task) else r for r in results]
 
     async def ask(self, block: dict) -> _Pending:

@@ -116,7 +116,9 @@ class Provider(Protocol):
     """Anything that can run one model turn.
 
     ``stream`` calls ``on_event`` with :mod:`bettong_nb.events` deltas as they arrive and
-    returns the same Response ``complete`` would have.
+    returns the same Response ``complete`` would have. Optional attributes: ``name`` (the
+    provider's name in usage records and prices) and ``free`` (True when no request has a
+    price: a session then keeps cache-cost warnings to itself).
     """
 
     async def complete(self, request: Request) -> Response: ...

@@ -213,8 +213,8 @@ def test_results_images_resources_and_structured_content(http_cap):
     (image,) = picture.images
     assert image.media_type == "image/png" and image.data.startswith(b"\x89PNG\r\n\x1a\n")
     assert image.data[16:24] == (2).to_bytes(4, "big") * 2  # the server's 2x2 picture
-    assert document == "Here it is:\nthe notes"
-    assert json.loads(measure) == {"width": 3, "unit": "cm"}
+    assert document.text == "Here it is:\nthe notes" and document.redactions == 0
+    assert json.loads(measure.text) == {"width": 3, "unit": "cm"}
 
 
 @pytest.mark.parametrize("era", ["2026 over HTTP", "2025 over stdio"])
@@ -283,7 +283,7 @@ def test_a_crash_is_an_error_on_that_call_then_the_server_restarts_then_gives_up
             asyncio.run(cap.call_tool("echo", {"text": "x"}))
         assert len([e for e in entries(log) if "pid" in e]) == 2 + MAX_RESTARTS
         assert asyncio.run(cap.start()) is cap
-        assert asyncio.run(cap.call_tool("echo", {"text": "back"})) == "echo: back"
+        assert asyncio.run(cap.call_tool("echo", {"text": "back"})).text == "echo: back"
     finally:
         cap.close()
     assert still_alive(server_pids(log)) == set()
@@ -304,7 +304,7 @@ def test_close_stops_the_server_and_everything_it_started(tmp_path):
     assert "stopped" in repr(cap)
 
     # used again, it starts anew; closed from another thread, it stops
-    assert asyncio.run(cap.call_tool("echo", {"text": "x"})) == "echo: x"
+    assert asyncio.run(cap.call_tool("echo", {"text": "x"})).text == "echo: x"
     again = descendants(os.getpid()) - before
     assert again and not again & started
     closer = threading.Thread(target=cap.close)
