@@ -90,12 +90,12 @@ def __getattr__(name: str):
 
 def load_ipython_extension(ipython):
     """``%load_ext bettong_nb``: registers the %%agent magic and the notebook displays."""
-    from .notebook.magics import load_ipython_extension as load
+    from .notebook.extension import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython):
-    from .notebook.magics import unload_ipython_extension as unload
+    from .notebook.extension import unload_ipython_extension as unload
 
     unload(ipython)

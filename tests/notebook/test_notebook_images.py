@@ -12,7 +12,7 @@ from IPython.utils.capture import capture_output
 
 import bettong_nb
 from bettong_nb import Image, images
-from bettong_nb.notebook import interpolation, magics
+from bettong_nb.notebook import cell_magic, interpolation
 from bettong_nb.notebook.display import result_html
 from bettong_nb.providers.scripted import Scripted
 from support.notebooks import answers, data, run_notebook, stdout
@@ -124,10 +124,10 @@ def test_html_format_and_notes_with_image_parts(ip, fig):
     remote = IPythonImage(url="http://127.0.0.1:9/never-fetched.png")
     ip.user_ns.update(bot=bettong_nb.agent(provider=model), fig=fig, remote=remote)
     _ok(ip, "%%agent bot -f html\nTrend of {fig} please")
-    assert _sent(model)[-1] == {"type": "text", "text": " please" + magics.HTML_REQUEST}
+    assert _sent(model)[-1] == {"type": "text", "text": " please" + cell_magic.HTML_REQUEST}
     _ok(ip, "%%agent bot -f html\n{fig}")  # the request follows the image as its own text part
     assert [b["type"] for b in _sent(model)] == ["image", "text"]
-    assert _sent(model)[-1]["text"] == magics.HTML_REQUEST.lstrip()
+    assert _sent(model)[-1]["text"] == cell_magic.HTML_REQUEST.lstrip()
 
     captured = _ok(ip, "%%agent bot\n{remote}")
     assert _sent(model) == "{remote}"

@@ -19,7 +19,7 @@ from IPython.utils.capture import capture_output
 import bettong_nb
 from bettong_nb import events
 from bettong_nb.core.approvals import conversation
-from bettong_nb.notebook import approvals, interpolation, magics
+from bettong_nb.notebook import approvals, extension, interpolation, magics, sessions
 from bettong_nb.providers.offline import OFFLINE_NOTICE, OfflineModel
 from bettong_nb.providers.scripted import Scripted
 from bettong_nb.records.terminal import result_text
@@ -84,6 +84,9 @@ def test_help_shows_the_options(ip):
         for option in ("--new", "--max-steps N", "--model M", "--no-stream", "--quiet", "--approve",
                        "-o VAR, --out VAR", "TARGET", "_agent_result"):
             assert option in out, (cell, option)
+    help_text = _ok(ip, "%%agent --help\nnot sent").stdout
+    # one usage line, TARGET first as in every example, and no reST "::" left by IPython's formatter
+    assert help_text.startswith("usage: %%agent [TARGET] [--new]") and "::" not in help_text
     assert "_agent_session" not in ip.user_ns  # --help ran nothing
     out = _ok(ip, "%agent").stdout
     for command in ("sessions", "usage [TARGET]", "tools [TARGET]", "transcript [TARGET]", "reset [TARGET]"):
@@ -114,8 +117,8 @@ def test_default_session_is_the_offline_model_without_a_key(ip):
 
 def test_default_session_is_deepseek_when_the_key_is_set(ip, monkeypatch):
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-not-used")
-    name, session, notes = _magics(ip)._target(None)
-    assert name == magics.DEFAULT and notes == []
+    name, session, notes = _magics(ip).sessions.target(None)
+    assert name == sessions.DEFAULT and notes == []
     assert session.agent.provider.model == "deepseek-v4-flash" and session.agent.options.model is None
     assert type(session.agent.provider).__name__ == "OpenAIProvider"
 
@@ -140,7 +143,7 @@ def test_an_agent_target_gets_a_session_kept_by_name(ip):
     _ok(ip, "%%agent bot\nsecond question")
     second = model.requests[1].messages
     assert [m["content"] for m in second if m["role"] == "user"] == ["first question", "second question"]
-    table = _magics(ip)._sessions(None)
+    table = _magics(ip).sessions.table()
     assert table.set_index("name").loc["bot", "turns"] == 2
     ip.user_ns["bot"] = bettong_nb.agent(provider=model)  # rebinding the name starts over
     _ok(ip, "%%agent bot\nthird")
@@ -169,7 +172,7 @@ def test_a_session_target_continues_and_new_clears_it(ip):
     assert chat.turns == 2 and ip.user_ns["_agent_session"] is chat
     _ok(ip, "%%agent chat --new\nthree")
     assert chat.turns == 1 and len(model.requests[2].messages) == 1
-    frame = _ok(ip, "%agent sessions") and _magics(ip)._sessions(None)
+    frame = _ok(ip, "%agent sessions") and _magics(ip).sessions.table()
     assert frame.set_index("name").loc["chat", "kind"] == "session"
 
 
@@ -284,11 +287,19 @@ def test_user_errors_are_one_line_in_a_notebook_and_bugs_keep_their_traceback(ip
 
 def test_unknown_and_abbreviated_options_point_to_the_help(ip):
     for cell, message in (("%%agent --verbose\nhi", "unrecognized arguments: --verbose (see %%agent --help)"),
-                          ("%%agent --max-step 3\nhi", "unrecognized arguments: --max-step (see %%agent --help)"),
+                          ("%%agent --max-step 3\nhi",
+                           "unrecognized arguments: --max-step (did you mean --max-steps?) (see %%agent --help)"),
+                          ("%%agent --aprove\nhi",
+                           "unrecognized arguments: --aprove (did you mean --approve?) (see %%agent --help)"),
                           ("%agent usage --bogus", "%agent usage has no option --bogus; see %agent --help"),
                           ("%agent reset chat -f", "%agent reset has no option -f; see %agent --help")):
         result, _ = _run(ip, cell)
         assert isinstance(result.error_in_exec, UsageError) and str(result.error_in_exec) == message
+    for typo, meant in (("sesions", "sessions"), ("transcirpt", "transcript"), ("usgae", "usage")):
+        result, _ = _run(ip, f"%agent {typo}")
+        assert str(result.error_in_exec).startswith(f"Unknown %agent command {typo!r} (did you mean {meant}?). ")
+    result, _ = _run(ip, "%agent zzzzqq")
+    assert "did you mean" not in str(result.error_in_exec)  # nothing close: no guess
 
 
 # --- interpolation ----------------------------------------------------------------------------
@@ -401,7 +412,7 @@ def test_unload_removes_the_magic_and_the_transformer(ip):
     try:
         assert "agent" not in ip.magics_manager.lsmagic()["cell"]
         assert not any(getattr(t, "bettong", False) for t in ip.input_transformers_cleanup)
-        assert magics.CELL_FUNCTION not in ip.user_ns
+        assert extension.CELL_FUNCTION not in ip.user_ns
     finally:
         ip.extension_manager.load_extension("bettong_nb")
 
@@ -574,7 +585,8 @@ def test_approve_in_a_cell_records_decisions_on_the_result(ip, monkeypatch):
     assert seen == [] and call.status == "denied"
     assert call.reason.startswith("no one approved it: no widget frontend")
     html = "".join(o.data.get("text/html", "") for o in captured.outputs)
-    assert re.search(r'→ <span style="color:var\(--jp-error-color1[^"]*">denied</span>', html)
+    assert re.search(r'→ <span style="color:var\(--jp-error-color1[^"]*">denied by the headless policy: no widget '
+                     r'frontend is connected', html)
 
 
 def test_a_quiet_cell_keeps_its_decisions_as_plain_html(ip, monkeypatch):
