@@ -44,7 +44,7 @@ STATIC_BUILTINS = frozenset(
     "popd printf pushd pwd return shift suspend test times true type ulimit umask wait".split())
 _OPTION_REFUSED = {"printf": ("-v",), "test": ("-v", "-R"), "[": ("-v", "-R"), "wait": ("-p",)}
 _SHELL_STARTUP = re.compile(r"^(?:[-+][a-zA-Z]*[ilO][a-zA-Z]*|--(?:login|rcfile|init-file|interactive)\b.*)$")
-_WRITE_INPUT = frozenset({"<", "<>", "<&"})
+_FILE_INPUT = frozenset({"<", "<>", "<&"})
 _WRITES = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 _HARMLESS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 
@@ -210,6 +210,6 @@ def _shell(call: Call, name: str) -> str | None:
             return f"`{name} {word.value}` reads startup files or changes how bash reads; {_ONLY}"
     if isinstance(source, Word):
         return f"`{name} {_short(source.text)}` runs a file the allow list cannot read; {_ONLY}"
-    if source == "stdin" and any(r.op in _WRITE_INPUT for r in call.command.redirects):
+    if source == "stdin" and any(r.op in _FILE_INPUT for r in call.command.redirects):
         return f"`{_short(call.text)}` runs a file the allow list cannot read; {_ONLY}"
     return None
