@@ -50,7 +50,7 @@ __all__ = [
     "Capability", "Tool", "ToolOutput", "tool", "Image", "Provider", "ProviderError", "Request", "Response",
     "UserError", "OptionError", "ServiceError",
     "agent", "deepseek", "openai", "anthropic", "ollama", "offline", "approve_all", "ask_in_terminal",
-    "capability", "capabilities", "events", "secrets", "usage", "providers", "edn", "batch_usage",
+    "capability", "capabilities", "events", "secrets", "usage", "providers", "edn", "batch_usage", "course_usage",
     "load_ipython_extension", "unload_ipython_extension",
 ]
 
@@ -83,6 +83,8 @@ def __getattr__(name: str):
         return importlib.import_module(_LAZY[name], __name__)
     if name == "load_session":
         return importlib.import_module(".records.saving", __name__).load_session
+    if name == "course_usage":
+        return importlib.import_module(".records.course", __name__).course_usage
     if name == "batch_usage":  # a batch's usage frame, a Dask one's included (dask loads only then)
         return importlib.import_module(".batches.distributed", __name__).batch_usage
     raise AttributeError(f"module 'bettong_nb' has no attribute {name!r}")

@@ -31,7 +31,7 @@ from bettong_nb.capabilities.duckdb import MAX_DATA_BYTES, MAX_DATA_ROWS
 from bettong_nb.core.capability import ToolOutput, invoke, registry
 from support import REPO, TESTS
 from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
-from test_filesystem import snapshot
+from support.filesystem import snapshot
 
 CASES = [json.loads(line) for line in (TESTS / "corpora" / "duckdb_refused.jsonl")
          .read_text().splitlines() if line.strip()]

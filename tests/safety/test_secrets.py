@@ -5,7 +5,6 @@ import asyncio
 import base64
 import contextvars
 import json
-import os
 import random
 import re
 import string
@@ -20,20 +19,13 @@ from bettong_nb import capability, secrets
 from bettong_nb.safety.secrets import REDACTED, redact
 from support import REPO, TESTS
 from support.servers import ChatScript, LoopbackServer, Reply, chat_message, tool_call
+from support.environment import quiet_environment  # noqa: F401  (autouse: no credential of this machine takes part)
 
 CORPORA = TESTS / "corpora"
 EXPOSURES = [json.loads(line) for line in (CORPORA / "secrets_exposures.jsonl").read_text().splitlines() if line]
 BENIGN = [json.loads(line) for line in (CORPORA / "secrets_benign.jsonl").read_text().splitlines() if line]
 
 KEY = "Zq81kPWm42sRTj77dAx0"  # an ordinary secret value for the unit tests
-
-
-@pytest.fixture(autouse=True)
-def quiet_environment(monkeypatch):
-    """No credential from the machine running the tests takes part."""
-    for name in list(os.environ):
-        if secrets.is_credential_name(name):
-            monkeypatch.delenv(name)
 
 
 # --- names and the environment ----------------------------------------------------------------
@@ -381,14 +373,12 @@ def test_adversarial_input_takes_linear_time(text):
     assert time.process_time() - started < 5  # backtracking would take minutes
 
 
-def test_a_megabyte_with_fifty_secrets_is_fast_enough(monkeypatch):
+def test_a_megabyte_with_fifty_secrets_is_redacted(monkeypatch):
+    # How long it takes is bench W5's row (python -m bench).
     monkeypatch.syspath_prepend(str(REPO))
     from bench.bench_redact import workload
     text, values = workload()
-    redact(text, extra=values)  # compile once
-    started = time.process_time()
     out, count = redact(text, extra=values)
-    assert time.process_time() - started < 0.5  # the bench holds it to 20 ms; this catches regressions
     assert count > 100 and not any(v in out for v in values)
 
 
