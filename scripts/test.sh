@@ -15,5 +15,7 @@ python -m pip install -q --disable-pip-version-check -e '.[test]'
 # compile once so import-time checks measure imports, not the compiler.
 python -m compileall -q bettong_nb >/dev/null
 bash .ci/install-llama.sh
+# The notebook extension shipped in the package must be what frontend/ builds (about a minute).
+bash scripts/check_labextension.sh
 
 python -m pytest "$@"

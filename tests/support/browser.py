@@ -13,6 +13,7 @@ when it is missing the test fails and says so.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import secrets
@@ -35,7 +36,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 class JupyterLab:
     """A JupyterLab server in its own process group, with private config, runtime and settings."""
 
-    def __init__(self, root_dir: Path, state_dir: Path):
+    def __init__(self, root_dir: Path, state_dir: Path, app: str = "lab"):
+        self.app = app  # "lab", or "notebook" for Notebook 7 (a lab server serves /notebooks/ too)
         self.root_dir = Path(root_dir)
         self.state_dir = Path(state_dir)
         self.port = free_port()
@@ -57,12 +59,28 @@ class JupyterLab:
             "JUPYTER_RUNTIME_DIR": str(self.state_dir / "runtime"),
             "JUPYTERLAB_WORKSPACES_DIR": str(self.state_dir / "workspaces"),
             "JUPYTERLAB_SETTINGS_DIR": str(settings),
+            # The page loads the notebook extension of the bettong_nb these tests import (an
+            # editable install puts none in share/jupyter), ahead of any installed copy.
+            "JUPYTER_PATH": os.pathsep.join(filter(None, [str(self._extension_path()), env.get("JUPYTER_PATH")])),
         })
         env.pop("DEEPSEEK_API_KEY", None)  # the browser test never talks to a real model
         return env
 
+    def _extension_path(self) -> Path:
+        """A JUPYTER_PATH entry whose labextensions/bettong-nb is bettong_nb's built extension."""
+        spec = importlib.util.find_spec("bettong_nb")
+        built = Path(spec.origin).parent / "notebook" / "labextension"
+        if not (built / "package.json").exists():
+            raise RuntimeError(f"{built} holds no built extension: cd frontend && npm ci && npm run build")
+        folder = self.state_dir / "jupyter_path"
+        link = folder / "labextensions" / "bettong-nb"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to(built, target_is_directory=True)
+        return folder
+
     def start(self, timeout: float = 60.0) -> "JupyterLab":
-        command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={self.port}",
+        command = [sys.executable, "-m", "jupyter", self.app, "--no-browser", f"--port={self.port}",
                    f"--ServerApp.token={self.token}", "--ServerApp.ip=127.0.0.1", "--allow-root",
                    f"--ServerApp.root_dir={self.root_dir}", "--ServerApp.port_retries=0"]
         log = open(self.log, "wb")
