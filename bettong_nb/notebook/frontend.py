@@ -33,8 +33,8 @@ import threading
 import time
 from typing import Any
 
-from .. import UserError
-from .._kernel import jupyter_kernel
+from ..errors import UserError
+from ..core.kernel import jupyter_kernel
 
 __all__ = ["FrontendError", "Frontend", "connect", "current_cell_id", "TARGET"]
 
