@@ -4,8 +4,8 @@
 
 Loading registers :class:`~.magics.AgentMagics`, the input transformer that makes a ``%%agent``
 cell (or a lone ``%agent explain|fix`` line) an awaiting cell, the error log's and interrupts'
-cell hooks, the displays of results, sessions and batches, and the core's person who approves,
-batch progress bar and runner. Unloading removes each of them.
+cell hooks, the displays of results, sessions and batches, the core's person who approves,
+batch progress bar and runner, and the notebook capability's live notebook. Unloading removes each of them.
 """
 
 from __future__ import annotations
@@ -45,11 +45,13 @@ def _awaiting(magics: AgentMagics) -> Callable[[list[str]], list[str]]:
 
 def load_ipython_extension(ipython: Any) -> None:
     from ..batches import local as batch
+    from ..capabilities import notebook
     from ..core import _sync, approvals
     from ..core.results import RunResult
     from ..core.session import Session
     from ..records.terminal import result_text
     from . import interrupts
+    from .cells import open_notebook
     from .display import batch_html, batch_text, result_html, session_html
     from .progress import WidgetProgress
 
@@ -66,12 +68,14 @@ def load_ipython_extension(ipython: Any) -> None:
     formatters["text/plain"].for_type(batch.Batch, lambda results, printer, cycle: printer.text(batch_text(results)))
     formatters["text/html"].for_type(batch.Batch, batch_html)
     approvals.install_person(magics.runner.ask_person)
+    notebook.install(open_notebook)  # the notebook capability's live notebook
     batch.install_progress(WidgetProgress)
     _sync.install_runner(interrupts.cell_runner)  # Stop ends `await agent.arun(...)` in a cell too
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     from ..batches import local as batch
+    from ..capabilities import notebook
     from ..core import _sync, approvals
     from ..core.results import RunResult
     from ..core.session import Session
@@ -93,5 +97,6 @@ def unload_ipython_extension(ipython: Any) -> None:
                        ("text/plain", batch.Batch), ("text/html", batch.Batch)):
         formatters[mime].pop(kind, None)
     approvals.install_person(None)
+    notebook.install(None)
     batch.install_progress(None)
     _sync.install_runner(None)
