@@ -148,6 +148,10 @@ def _line(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def _excerpt(source: str) -> str:
+    return source if len(source) <= EXCERPT else source[:EXCERPT - 1] + "…"
+
+
 def _cut(text: str, limit: int = MAX_CELL_TEXT) -> str:
     return text if len(text) <= limit else f"{text[:limit]}\n… [cut {len(text) - limit} characters]"
 
@@ -247,7 +251,7 @@ class NotebookCells:
             outputs = "; ".join(_output_summary(o) for o in cell.get("outputs") or ()) or "no output"
             mark = "  <- you run in this cell" if cell.get("id") == here else ""
             lines.append(f"[{index}] id={cell.get('id')} {cell.get('cell_type')}"
-                         f"{'' if count is None else f' [{count}]'}: {_line(_joined(cell.get('source')), EXCERPT)!r}"
+                         f"{'' if count is None else f' [{count}]'}: {_excerpt(_joined(cell.get('source')))!r}"
                          f" | {outputs}{mark}")
         return "\n".join(lines)
 
@@ -272,7 +276,8 @@ class NotebookCells:
         scope = None if request is None else request.scope
         options = getattr(scope, "options", None)
         turns = getattr(scope, "turns", None)
-        return {"model": getattr(options, "model", None), "session": None if scope is None else f"{id(scope):x}",
+        model = getattr(options, "model", None) or getattr(getattr(options, "provider", None), "model", None)
+        return {"model": model if isinstance(model, str) else None, "session": None if scope is None else f"{id(scope):x}",
                 "turn": turns + 1 if isinstance(turns, int) else None}
 
     @staticmethod

@@ -45,7 +45,7 @@ def _awaiting(magics: AgentMagics) -> Callable[[list[str]], list[str]]:
 
 def load_ipython_extension(ipython: Any) -> None:
     from ..batches import local as batch
-    from ..capabilities import notebook
+    from ..capabilities.notebook import install as install_notebook
     from ..core import _sync, approvals
     from ..core.results import RunResult
     from ..core.session import Session
@@ -68,14 +68,14 @@ def load_ipython_extension(ipython: Any) -> None:
     formatters["text/plain"].for_type(batch.Batch, lambda results, printer, cycle: printer.text(batch_text(results)))
     formatters["text/html"].for_type(batch.Batch, batch_html)
     approvals.install_person(magics.runner.ask_person)
-    notebook.install(open_notebook)  # the notebook capability's live notebook
+    install_notebook(open_notebook)  # the notebook capability's live notebook
     batch.install_progress(WidgetProgress)
     _sync.install_runner(interrupts.cell_runner)  # Stop ends `await agent.arun(...)` in a cell too
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     from ..batches import local as batch
-    from ..capabilities import notebook
+    from ..capabilities.notebook import install as install_notebook
     from ..core import _sync, approvals
     from ..core.results import RunResult
     from ..core.session import Session
@@ -97,6 +97,6 @@ def unload_ipython_extension(ipython: Any) -> None:
                        ("text/plain", batch.Batch), ("text/html", batch.Batch)):
         formatters[mime].pop(kind, None)
     approvals.install_person(None)
-    notebook.install(None)
+    install_notebook(None)
     batch.install_progress(None)
     _sync.install_runner(None)
