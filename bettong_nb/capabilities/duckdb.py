@@ -173,6 +173,8 @@ class DuckDB:
         con.execute("SET enable_external_access = false")
         con.execute("SET allow_extension_repositories = 'forbidden'")
         con.execute("CALL enable_logging('FileSystem')")
+        # a slow query would otherwise draw DuckDB's own progress widget into the notebook cell
+        con.execute("SET enable_progress_bar = false")
         con.execute("SET lock_configuration = true")
         for name, frame in (self.tables or {}).items():
             if not isinstance(name, str) or not name.strip():

@@ -75,7 +75,12 @@ T = TypeVar("T")
 
 
 class McpError(RuntimeError):
-    """An MCP server could not start, died, gave up, or answered a call with an error."""
+    """An MCP server could not start, died, gave up, or answered a call with an error.
+    ``redactions``: how many of the server's secrets its text had replaced."""
+
+    def __init__(self, message: str, *, redactions: int = 0):
+        super().__init__(message)
+        self.redactions = redactions
 
 
 # --- the MCP loop -------------------------------------------------------------------------------
@@ -337,8 +342,9 @@ class MCP:
         await _hop(self._start())
         return self
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> str | ToolOutput:
-        """Call one of the server's tools: its text, or a ToolOutput when it returned images.
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolOutput:
+        """Call one of the server's tools: its text (scrubbed of this server's secrets, counted in
+        ``redactions``) and the images it returned.
         Raises :class:`McpError` for an error result, TimeoutError past ``timeout``."""
         return await _hop(self._call(name, dict(arguments or {})))
 
@@ -422,9 +428,13 @@ class MCP:
         return f"MCP server at {self._safe_url()}"
 
     def _scrub(self, text: str) -> str:
-        # Values already in the environment are left to the agent's redaction, which counts them.
+        return self._scrubbed(text)[0]
+
+    def _scrubbed(self, text: str) -> tuple[str, int]:
+        """The text without this server's secrets, and how many it held. Values already in the
+        environment are left to the agent's redaction, which counts them."""
         known = set(secrets.credential_values())
-        return secrets.redact(text, extra=[v for v in self.secret_values() if v not in known])[0]
+        return secrets.redact(text, extra=[v for v in self.secret_values() if v not in known])
 
     def _transport(self, stack: AsyncExitStack, conn: _Connection) -> Any:
         if self.url is not None:
@@ -578,24 +588,24 @@ class MCP:
     def _as_tool(self, spec: Any) -> Tool:
         name = spec.name
 
-        async def call(**arguments: Any) -> str | ToolOutput:
+        async def call(**arguments: Any) -> ToolOutput:
             return await self.call_tool(name, arguments)
 
         schema = dict(spec.input_schema or {})
         schema.setdefault("type", "object")
         return Tool(name=name, handler=call, description=spec.description, parameters=schema)
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> str | ToolOutput:
+    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
         result = await self._request(
             f"the call to {name}", lambda client: client.call_tool(name, arguments, read_timeout_seconds=self.timeout),
             self.timeout)
         texts, images = _result_parts(result)
-        text = self._scrub("\n".join(texts))
+        text, redactions = self._scrubbed("\n".join(texts))
         if result.is_error:
-            raise McpError(text or f"{name} failed without saying why")
+            raise McpError(text or f"{name} failed without saying why", redactions=redactions)
         if images:
-            return ToolOutput(text=text or f"[{len(images)} image{'s' if len(images) > 1 else ''}]", images=tuple(images))
-        return text
+            text = text or f"[{len(images)} image{'s' if len(images) > 1 else ''}]"
+        return ToolOutput(text=text, images=tuple(images), redactions=redactions)
 
     async def _stop(self) -> None:
         async with self._connect_lock:

@@ -163,7 +163,9 @@ class _Run:
     async def tool_calls(self, uses: list[dict]) -> list[dict]:
         """One step's tool calls, asked about one at a time in the model's order. An allowed call
         starts at once, beside the calls still running, unless its tool must run alone: then it
-        waits for them, and the calls after it wait for it. Results keep the model's order."""
+        waits for them, and the calls after it wait for it. Results keep the model's order. A sync
+        tool runs in a worker thread even alone, so the event loop (a live view's clock, the
+        stop button) goes on while it works."""
         results: list[asyncio.Task | dict] = []
         async with asyncio.TaskGroup() as group:  # cancelling the run cancels the running calls
             for block in uses:
@@ -173,7 +175,7 @@ class _Run:
                     continue
                 if pending.allowed:
                     await asyncio.gather(*(r for r in results if isinstance(r, asyncio.Task)))
-                results.append(await self.finish(pending))
+                results.append(await self.finish(pending, in_thread=True))
         return [r.result() if isinstance(r, asyncio.Task) else r for r in results]
 
     async def ask(self, block: dict) -> _Pending:
@@ -193,14 +195,14 @@ class _Run:
     async def finish(self, pending: _Pending, *, in_thread: bool = False) -> dict:
         """Run the call if it was allowed, and report how it went; its tool_result block for the
         next request (with the images the tool returned, bounded like a prompt's)."""
-        call, text, verdict, pictures = pending.call, pending.error, pending.verdict, ()
+        call, text, verdict, pictures, redacted_already = pending.call, pending.error, pending.verdict, (), 0
         started = time.perf_counter()  # the tool's own time, not the time a person took to decide
         if pending.allowed:
             try:
                 with approvals.approved(pending.request, verdict):
                     output = await cap.run_tool(self.toolbox.registry, call.tool, pending.request.args,
                                                 in_thread=in_thread)
-                text, call.data, pictures = output.text, output.data, output.images
+                text, call.data, pictures, redacted_already = output.text, output.data, output.images, output.redactions
                 call.traceback = output.traceback and secrets.redact(clean_text(output.traceback),
                                                                      extra=self.secrets)[0]
             except approvals.Denied as refused:
@@ -218,6 +220,7 @@ class _Run:
             if verdict.stop:
                 self.stopped = verdict.reason or "stopped by the user"
         call.result, call.redactions = secrets.redact(clean_text(text), extra=self.secrets)
+        call.redactions += redacted_already
         if call.status != "denied":
             call.status = "error" if call.result.startswith("ERROR:") else "ok"
         call.duration_s = time.perf_counter() - started

@@ -75,12 +75,16 @@ class ToolOutput:
     go to the model as image parts, bounded like a prompt's. A handler that returns an image
     alone (a Figure) returns ``ToolOutput("", images=(figure,))``.
     ``traceback`` is set by :func:`run_tool` when the handler raised (for the person, never sent).
+    ``redactions``: how many credentials the capability itself already replaced in ``text`` (an
+    MCP server's output, scrubbed of its own secrets), so the tool frame counts them too; an
+    exception with a ``redactions`` attribute carries its count the same way.
     """
 
     text: str
     data: Any = None
     images: tuple = ()
     traceback: str | None = None
+    redactions: int = 0
 
 
 class ToolError(ValueError):
@@ -388,7 +392,8 @@ async def run_tool(reg: Mapping[str, RegisteredTool], name: str, args: Mapping[s
         said = as_text(exc)  # an exception whose str raises is named by its type
         message = said if ours.startswith("bettong_nb.") else f"{type(exc).__name__}: {said}"
         where = "".join(traceback.format_exception(exc.with_traceback(exc.__traceback__.tb_next)))
-        return ToolOutput(f"ERROR: {message}" if said else f"ERROR: {type(exc).__name__}", traceback=where)
+        return ToolOutput(f"ERROR: {message}" if said else f"ERROR: {type(exc).__name__}", traceback=where,
+                          redactions=getattr(exc, "redactions", 0))
     if isinstance(value, ToolOutput):  # its text as text, whatever the handler put there
         return value if isinstance(value.text, str) else replace(value, text=stringify(value.text))
     return ToolOutput("", images=(value,)) if images.is_image(value) else ToolOutput(stringify(value))

@@ -54,6 +54,7 @@ BLOCKING_NOTE = ("Approval buttons cannot work under a blocking agent.run() in a
                  "or await agent.arun(...).")
 # What a decided prompt leaves behind, one line each.
 ALLOWED, ALWAYS = "allowed by you", "allowed always (this session)"
+HEADLESS_ALLOWED, HEADLESS_DENIED = "allowed automatically (headless policy)", "denied by the headless policy"
 
 # "Allow always": the tools allowed for the rest of a conversation (a Session, else one run).
 _always: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
@@ -237,10 +238,19 @@ class ButtonApprover:
         self.prompts: list[_Prompt] = []  # every prompt shown, newest last
         self._told: "weakref.WeakSet[Any]" = weakref.WeakSet()  # runs told that buttons cannot work
 
-    def _headless(self, why: str) -> Verdict:
+    def _headless(self, request: ApprovalRequest, why: str, *, prompt: _Prompt | None = None) -> Verdict:
+        """The policy's verdict when no person answers; every such decision leaves its record
+        ("allowed automatically (headless policy): …"), as a person's does."""
         if self.headless == "allow":
-            return Allow()
-        return Deny(f"no one approved it: {why}; the headless policy denies tool calls that need approval")
+            verdict: Verdict = Allow()
+        else:
+            verdict = Deny(f"no one approved it: {why}; the headless policy denies tool calls that need approval")
+        line = f"{HEADLESS_ALLOWED if verdict else HEADLESS_DENIED}: {why}"
+        if prompt is not None:
+            prompt.decide(verdict, line)
+        else:
+            self._settle(None, request, line)
+        return verdict
 
     def _settle(self, prompt: _Prompt | None, request: ApprovalRequest, line: str) -> None:
         settle = getattr(self.show, "settle", None)
@@ -249,7 +259,7 @@ class ButtonApprover:
         if prompt is not None:
             prompt.close()
 
-    def _blocked(self, scope: Any) -> Verdict:
+    def _blocked(self, request: ApprovalRequest, scope: Any) -> Verdict:
         """agent.run() in a cell: the kernel is blocked until it returns, so no click can arrive."""
         if scope not in self._told:
             self._told.add(scope)
@@ -259,8 +269,8 @@ class ButtonApprover:
             display({"text/plain": BLOCKING_NOTE,
                      "text/html": f'<div class="bettong-note" style="{MUTED_STYLE}">{html.escape(BLOCKING_NOTE)}</div>'},
                     raw=True)
-        return self._headless("the agent runs in a blocking call, so no click can reach it "
-                              "(use %%agent or await agent.arun(...))")
+        return self._headless(request, "the agent runs in a blocking call, so no click can reach it "
+                                       "(use %%agent or await agent.arun(...))")
 
     async def __call__(self, request: ApprovalRequest) -> Verdict:
         scope = request.scope if request.scope is not None else self
@@ -268,9 +278,9 @@ class ButtonApprover:
             self._settle(None, request, ALWAYS)
             return _person_said(request)  # a person said so, for this conversation
         if threading.current_thread() is not threading.main_thread() and jupyter_kernel() is not None:
-            return self._blocked(scope)
+            return self._blocked(request, scope)
         if not await frontend_connected(timeout=self.probe_timeout):
-            return self._headless("no widget frontend is connected to this kernel (a headless run)")
+            return self._headless(request, "no widget frontend is connected to this kernel (a headless run)")
         loop = asyncio.get_running_loop()
         future: asyncio.Future = loop.create_future()
         prompt = _Prompt(request, loop, future, on_decided=lambda p, line: self._settle(p, request, line))
@@ -284,9 +294,7 @@ class ButtonApprover:
             self.show(prompt.widget)
             verdict = await asyncio.wait_for(asyncio.shield(future), self.timeout)
         except (asyncio.TimeoutError, TimeoutError):
-            verdict = self._headless(f"no decision within {self.timeout:g} s")
-            shown = "allowed" if verdict else "denied"
-            prompt.decide(verdict, f"{shown} by the headless policy: no decision within {self.timeout:g} s")
+            verdict = self._headless(request, f"no decision within {self.timeout:g} s", prompt=prompt)
         except asyncio.CancelledError:
             prompt.decide(Deny("cancelled"), STOPPED)  # the stop button ended the cell
             raise

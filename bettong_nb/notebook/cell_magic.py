@@ -9,8 +9,12 @@
 
 from __future__ import annotations
 
+import argparse
 import collections
+import difflib
 import importlib.util
+import inspect
+import textwrap
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from IPython.core.error import UsageError
@@ -22,7 +26,7 @@ from .runner import SESSION_NAME, Plan
 if TYPE_CHECKING:
     from .magics import AgentMagics
 
-__all__ = ["agent_cell", "cell_plan", "FORMATS", "HTML_REQUEST"]
+__all__ = ["agent_cell", "cell_plan", "did_you_mean", "FORMATS", "HTML_REQUEST"]
 
 FORMATS = ("markdown", "code", "text", "html")
 HTML_REQUEST = ("\n\n(Answer as an HTML fragment: plain tags such as p, ul, table, code and pre; no Markdown, "
@@ -64,7 +68,17 @@ def _with_options(function: Callable) -> Callable:
     for add in reversed(options):  # as stacked decorators apply: the last one first
         function = add(function)
     function = magic_arguments(name="%agent")(function)
-    function.parser.allow_abbrev = False  # --max-step is a typo to point out, not a guess to make
+    parser = function.parser
+    parser.allow_abbrev = False  # --max-step is a typo to point out, not a guess to make
+    # IPython's help formatter starts with a reST "::" and puts the positional TARGET last; the
+    # examples put it first, so the usage line does too.
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    flags = parser.format_usage().split(None, 2)[2].replace("[TARGET]", "").split()
+    # argparse formats the usage with %: "%%%%agent" prints as %%agent
+    parser.usage = textwrap.fill(" ".join(["%%%%agent", "[TARGET]", *flags]), 90, subsequent_indent="        ")
+    parser.description = inspect.cleandoc(parser.description or "")
+    function.__doc__ = parser.format_help()
+    function.option_names = [name for add in options for name in add.args if name.startswith("-")]
     return function
 
 
@@ -87,6 +101,20 @@ def agent_cell(magics: AgentMagics, line: str, cell: str) -> None:
     return None if plan is None else magics.runner.launch(plan)
 
 
+def did_you_mean(word: str, known: list[str]) -> str:
+    """`` (did you mean --approve?)`` for a typo close to one known word, else nothing."""
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _did_you_mean(message: str, options: list[str]) -> str:
+    """For "unrecognized arguments: --aprove", the option it is closest to."""
+    if "unrecognized arguments:" not in message:
+        return ""
+    words = message.split("unrecognized arguments:", 1)[1].split()
+    return "".join(did_you_mean(word, options) for word in words if word.startswith("-"))
+
+
 def cell_plan(magics: AgentMagics, line: str, cell: str) -> Plan | None:
     """The cell's plan; None when the line asks for help (which is printed)."""
     words = line.split()
@@ -96,7 +124,7 @@ def cell_plan(magics: AgentMagics, line: str, cell: str) -> Plan | None:
     try:
         args = parse_argstring(agent_cell, line)
     except UsageError as exc:
-        raise UsageError(f"{exc} (see %%agent --help)") from None
+        raise UsageError(f"{exc}{_did_you_mean(str(exc), agent_cell.option_names)} (see %%agent --help)") from None
     if args.out is not None and not args.out.isidentifier():
         raise UsageError(f"-o/--out needs a variable name; got {args.out!r}")
     if args.max_steps is not None and args.max_steps < 1:

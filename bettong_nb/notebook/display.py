@@ -33,6 +33,7 @@ __all__ = ["result_html", "session_html", "batch_text", "batch_html", "answer_bu
 # 100 KB of text a second for the frontend to lay out, so a long answer cannot swamp it (every
 # 0.1 s up to 10 KB, every 0.5 s at 50 KB).
 SECONDS_PER_CHAR = 1e-5
+CLOCK_S = 1.0  # how often a running tool call's elapsed time is redrawn
 
 
 def batch_text(results: Any) -> str:
@@ -146,6 +147,8 @@ class LiveView:
         self.items: list[Any] = []  # in order: ToolCall records, and {"kind": "text"|"thinking"|"note", "text"}
         self.notes: dict[str, str] = {}  # call id -> a line under its arguments ("waiting for your decision")
         self.decisions: dict[str, str] = {}  # call id -> how a person decided it ("allowed by you")
+        self.running_since: dict[str, float] = {}  # call id -> when it started to run (monotonic)
+        self._clock: asyncio.TimerHandle | None = None  # redraws running calls' elapsed time
         self.current = ""  # the text of the step being streamed
         self.thinking = ""
         self.status: str | None = None  # a transient line: waiting for the model, writing a tool call
@@ -186,17 +189,22 @@ class LiveView:
         elif isinstance(event, events.ToolCallStarted):
             self.items.append(event.call)  # the record itself: its status changes as the call goes
             self.status = None
+            self._running(event.call.id)
             self._touch("activity")
         elif isinstance(event, events.ApprovalRequested):
             self._set_status(event.call_id, "awaiting approval")
+            self.running_since.pop(event.call_id, None)  # the clock starts when it may run
             self.notes[event.call_id] = "waiting for your decision"
             self._touch("activity")
         elif isinstance(event, events.ApprovalDecided):
             # The status says it; how a person decided comes in the call's record (record()).
             self._set_status(event.call_id, "running" if event.allowed else "denied")
+            if event.allowed:
+                self._running(event.call_id)
             self.notes.pop(event.call_id, None)
             self._touch("activity")
         elif isinstance(event, events.ToolCallFinished):
+            self.running_since.pop(event.call.id, None)
             self._touch("activity")
         elif isinstance(event, events.Retry):
             self._note(f"↻ {event.provider}: retry {event.attempt} in {event.delay_s:.1f} s ({event.reason})")
@@ -214,6 +222,21 @@ class LiveView:
         for item in self.items:
             if isinstance(item, ToolCall) and item.id == call_id and item.result is None:
                 item.status = status
+
+    def _running(self, call_id: str) -> None:
+        """Start a call's clock; while any call runs, the view redraws its elapsed time each second."""
+        self.running_since[call_id] = time.monotonic()
+        if self._clock is None:
+            try:
+                self._clock = asyncio.get_running_loop().call_later(CLOCK_S, self._tick)
+            except RuntimeError:
+                pass  # no loop here (a blocking run's worker): the next event redraws
+
+    def _tick(self) -> None:
+        self._clock = None
+        if self.running_since and not self._closed:
+            self._touch("activity")
+            self._clock = asyncio.get_running_loop().call_later(CLOCK_S, self._tick)
 
     def _note(self, text: str) -> None:
         self.items.append({"kind": "note", "text": text})
@@ -239,7 +262,9 @@ class LiveView:
         parts = []
         for item in self.items:
             if isinstance(item, ToolCall):
-                parts.append(tool_block(item, note=self.notes.get(item.id), decision=self.decisions.get(item.id)))
+                since = self.running_since.get(item.id)
+                parts.append(tool_block(item, note=self.notes.get(item.id), decision=self.decisions.get(item.id),
+                                        elapsed_s=None if since is None else time.monotonic() - since))
             elif item["kind"] == "text":
                 parts.append(answer_html(item["text"]))
             elif item["kind"] == "thinking":
@@ -300,6 +325,10 @@ class LiveView:
 
     def _settle(self, unfinished: str) -> None:
         self.status = None
+        self.running_since.clear()
+        if self._clock is not None:
+            self._clock.cancel()
+            self._clock = None
         for item in self.items:
             if isinstance(item, ToolCall) and item.status in ("running", "awaiting approval"):
                 item.status = unfinished

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from IPython.core.error import UsageError
 
+from .cell_magic import did_you_mean
 from .runner import SESSION_NAME, Plan, kernel_language
 from .sessions import DEFAULT
 
@@ -52,7 +53,8 @@ def agent_command(magics: AgentMagics, line: str) -> Any:
         return None
     command, rest = words[0], words[1:]
     if command not in COMMANDS:
-        raise UsageError(f"Unknown %agent command {command!r}. Commands: {', '.join(COMMANDS)}. "
+        raise UsageError(f"Unknown %agent command {command!r}{did_you_mean(command, list(COMMANDS))}. "
+                         f"Commands: {', '.join(COMMANDS)}. "
                          "A prompt goes in a %%agent cell (two %).")
     return COMMANDS[command](magics, command, rest)
 

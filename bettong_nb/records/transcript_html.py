@@ -92,11 +92,13 @@ def _thumbnails(pictures: list[images.Image]) -> str:
     return f'<div>{"".join(tags)}</div>' if tags else ""
 
 
-def tool_block(call: ToolCall, *, note: str | None = None, decision: str | None = None) -> str:
+def tool_block(call: ToolCall, *, note: str | None = None, decision: str | None = None,
+               elapsed_s: float | None = None) -> str:
     """One tool call as ``<details>``: summary ``tool(args…) → status · decision · duration``, then
     the full arguments, the result, thumbnails of the images it sent the model and, when the
     tool raised, its traceback, HTML-escaped. ``decision`` is how a person decided the call
-    ("allowed by you"); a denial's decision says "denied: why" in place of the bare status."""
+    ("allowed by you"); a denial's decision says "denied: why" in place of the bare status.
+    ``elapsed_s``: how long a call still running has run so far (the live view's clock)."""
     colour = _STATUS_COLOURS.get(call.status, "inherit")
     decision = decision or (STOPPED if call.stopped else None)  # a redisplay reads as the live view did
     shown = decision if decision and decision.startswith(call.status) else call.status
@@ -108,6 +110,9 @@ def tool_block(call: ToolCall, *, note: str | None = None, decision: str | None 
         parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {call.redactions} redacted</span>')
     if call.duration_s is not None and call.status in RAN:
         parts.append(f'<span style="opacity:.75;white-space:nowrap"> · {esc(duration_text(call.duration_s))}</span>')
+    elif elapsed_s is not None and call.status == "running":
+        parts.append(f'<span class="bettong-elapsed" style="opacity:.75;white-space:nowrap"> · '
+                     f'{esc(duration_text(elapsed_s))}</span>')
     where = f" · capability: {esc(call.capability)}" if call.capability else ""
     body = [f'<div style="{_LABEL}">ARGUMENTS{where}</div>',
             f'<pre style="{_PRE}">{esc(json_text(call.args, indent=2))}</pre>']

@@ -167,6 +167,9 @@ def test_an_agent_calls_each_tool_through_the_normal_path(transport, request):
     assert results["c1"] == "echo: hello"
     assert results["c2"] == "[1 image]"
     assert results["c3"] in ("DEEPSEEK_API_KEY=[redacted]", "authorization=[redacted]")
+    # the capability redacted its own secret before the loop saw it: the tool frame still counts it
+    assert [c.redactions for c in result.tool_calls] == [0, 0, 1, 0, 0]
+    assert result.tool_frame()["redactions"].tolist() == [0, 0, 1, 0, 0]
     assert results["c4"] == "ERROR: Error executing tool raising: the raising tool refuses, as designed"
     assert results["c5"] == "ERROR: the call to slow took longer than 1 s and was cancelled"
     assert all(SECRET not in r.text for r in model.requests)
@@ -210,8 +213,8 @@ def test_results_images_resources_and_structured_content(http_cap):
     (image,) = picture.images
     assert image.media_type == "image/png" and image.data.startswith(b"\x89PNG\r\n\x1a\n")
     assert image.data[16:24] == (2).to_bytes(4, "big") * 2  # the server's 2x2 picture
-    assert document == "Here it is:\nthe notes"
-    assert json.loads(measure) == {"width": 3, "unit": "cm"}
+    assert document.text == "Here it is:\nthe notes" and document.redactions == 0
+    assert json.loads(measure.text) == {"width": 3, "unit": "cm"}
 
 
 @pytest.mark.parametrize("era", ["2026 over HTTP", "2025 over stdio"])
@@ -280,7 +283,7 @@ def test_a_crash_is_an_error_on_that_call_then_the_server_restarts_then_gives_up
             asyncio.run(cap.call_tool("echo", {"text": "x"}))
         assert len([e for e in entries(log) if "pid" in e]) == 2 + MAX_RESTARTS
         assert asyncio.run(cap.start()) is cap
-        assert asyncio.run(cap.call_tool("echo", {"text": "back"})) == "echo: back"
+        assert asyncio.run(cap.call_tool("echo", {"text": "back"})).text == "echo: back"
     finally:
         cap.close()
     assert still_alive(server_pids(log)) == set()
@@ -301,7 +304,7 @@ def test_close_stops_the_server_and_everything_it_started(tmp_path):
     assert "stopped" in repr(cap)
 
     # used again, it starts anew; closed from another thread, it stops
-    assert asyncio.run(cap.call_tool("echo", {"text": "x"})) == "echo: x"
+    assert asyncio.run(cap.call_tool("echo", {"text": "x"})).text == "echo: x"
     again = descendants(os.getpid()) - before
     assert again and not again & started
     closer = threading.Thread(target=cap.close)

@@ -97,8 +97,9 @@ def test_an_mcp_capability_travels_without_its_secrets(tmp_path, monkeypatch):
     assert copy.env == {"MODE": "plain", "BETTONG_TRAVEL_TOKEN": "value-of-the-worker"}
     try:
         shown = asyncio.run(copy.call_tool("show_env", {"name": "BETTONG_TRAVEL_TOKEN"}))
-        assert "(unset)" not in shown and KEY not in shown  # set, and redacted as a secret
-        assert asyncio.run(copy.call_tool("show_env", {"name": "MODE"})) == "MODE=plain"
+        # set, redacted as a secret by the capability itself (not only by the loop after it), and counted
+        assert "(unset)" not in shown.text and KEY not in shown.text and shown.redactions == 1
+        assert asyncio.run(copy.call_tool("show_env", {"name": "MODE"})).text == "MODE=plain"
     finally:
         copy.close()
     assert [json.loads(line)["tool"] for line in log.read_text().splitlines() if "tool" in line] == ["show_env"] * 2

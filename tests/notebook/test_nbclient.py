@@ -58,9 +58,25 @@ def test_an_approval_without_a_frontend_is_denied_by_the_headless_policy(tmp_pat
     run = nb.cells[1]
     assert not _data(run, WIDGET)  # no prompt was ever shown, so no widget is left in the notebook
     assert answers(run) == ["I was not allowed to delete it."]
-    assert ">denied</span>" in _data(run, "text/html")[0]
+    assert ">denied by the headless policy: no widget frontend is connected" in _data(run, "text/html")[0]
 
 
 def test_task_mode_returns_at_once_and_wait_joins(tmp_path, monkeypatch):
     nb = _execute("task_mode.ipynb", tmp_path, monkeypatch)
     assert _stdout(nb.cells[2]).splitlines() == ["returned before the answer: True", "Background answer. True 1"]
+
+
+def test_every_headless_decision_is_recorded_saying_who_made_it(tmp_path, monkeypatch):
+    # With headless_policy "allow" the calls run, and the saved cell says they were allowed by the
+    # policy, not by a person; with "deny" it says the policy denied them. Both --quiet and not.
+    notebook = nbformat.read(NOTEBOOKS / "headless_approval.ipynb", as_version=4)
+    setup = notebook.cells[0].source
+    for policy, flags, ran, said in (("allow", "", "['/']", "allowed automatically (headless policy)"),
+                                     ("allow", " --quiet", "['/']", "allowed automatically (headless policy)"),
+                                     ("deny", "", "[]", "denied by the headless policy")):
+        nb = run_notebook([setup + f"\n%config AgentMagics.headless_policy = {policy!r}",
+                           f"%%agent bot --approve{flags} -o res\nDelete everything", "print(ran)"], tmp_path)
+        saved = "".join(_data(nb.cells[1], "text/html") + _data(nb.cells[1], "text/plain"))
+        assert f"{said}: no widget frontend is connected to this kernel" in saved, (policy, flags, saved)
+        assert "allowed by you" not in saved
+        assert _stdout(nb.cells[2]).strip() == ran

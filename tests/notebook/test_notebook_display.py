@@ -410,3 +410,36 @@ def test_a_loaded_run_marks_its_own_refused_turn_not_the_first(tmp_path):
     html = session_html(loaded)
     assert "first answer" in html.split("bettong-refusal")[0]
     assert html.count("bettong-refusal") == 1 and "taken back" not in html.split("bettong-refusal")[0]
+
+
+def test_a_single_sync_tool_shows_as_running_with_its_elapsed_time_while_it_works():
+    # One plain (sync) function that takes a while: it runs in a worker thread, so the event
+    # loop keeps the live view's clock going, and the view says how long it has been running.
+    import threading
+
+    def slow_lookup(key: str) -> str:
+        """Look a key up slowly."""
+        ran_in.append(threading.current_thread() is threading.main_thread())
+        time.sleep(2.6)
+        return f"value of {key}"
+
+    ran_in: list[bool] = []
+    recorder = Recorder()
+
+    async def main():
+        view = display.LiveView(show=recorder.show, interval=0.05)
+        agent = bettong_nb.agent(provider=Scripted([[("slow_lookup", {"key": "k"})], "Found it."]),
+                                 capabilities=[{"id": "slow", "tools": [bettong_nb.tool(slow_lookup)]}], on_event=view)
+        result = await agent.arun("go")
+        view.finish(result)
+        return result
+
+    result = asyncio.run(main())
+    assert result.output == "Found it." and ran_in == [False]
+    activity = [b["text/html"] for b in recorder.handles[0].bundles if b.get("text/html")]
+    ticking = [re.search(r'bettong-elapsed[^>]*> · ([\d.]+ (?:s|ms))', html) for html in activity]
+    shown = [m.group(1) for m in ticking if m]
+    # redrawn while it ran (at least at 1 s and 2 s), each time later than the one before
+    seconds = [float(t.split()[0]) / (1000 if t.endswith("ms") else 1) for t in shown]
+    assert len(seconds) >= 2 and seconds == sorted(seconds) and seconds[-1] >= 1.5, shown
+    assert "bettong-elapsed" not in activity[-1]  # finished: its duration, not a clock

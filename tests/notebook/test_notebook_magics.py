@@ -84,6 +84,9 @@ def test_help_shows_the_options(ip):
         for option in ("--new", "--max-steps N", "--model M", "--no-stream", "--quiet", "--approve",
                        "-o VAR, --out VAR", "TARGET", "_agent_result"):
             assert option in out, (cell, option)
+    help_text = _ok(ip, "%%agent --help\nnot sent").stdout
+    # one usage line, TARGET first as in every example, and no reST "::" left by IPython's formatter
+    assert help_text.startswith("usage: %%agent [TARGET] [--new]") and "::" not in help_text
     assert "_agent_session" not in ip.user_ns  # --help ran nothing
     out = _ok(ip, "%agent").stdout
     for command in ("sessions", "usage [TARGET]", "tools [TARGET]", "transcript [TARGET]", "reset [TARGET]"):
@@ -284,11 +287,19 @@ def test_user_errors_are_one_line_in_a_notebook_and_bugs_keep_their_traceback(ip
 
 def test_unknown_and_abbreviated_options_point_to_the_help(ip):
     for cell, message in (("%%agent --verbose\nhi", "unrecognized arguments: --verbose (see %%agent --help)"),
-                          ("%%agent --max-step 3\nhi", "unrecognized arguments: --max-step (see %%agent --help)"),
+                          ("%%agent --max-step 3\nhi",
+                           "unrecognized arguments: --max-step (did you mean --max-steps?) (see %%agent --help)"),
+                          ("%%agent --aprove\nhi",
+                           "unrecognized arguments: --aprove (did you mean --approve?) (see %%agent --help)"),
                           ("%agent usage --bogus", "%agent usage has no option --bogus; see %agent --help"),
                           ("%agent reset chat -f", "%agent reset has no option -f; see %agent --help")):
         result, _ = _run(ip, cell)
         assert isinstance(result.error_in_exec, UsageError) and str(result.error_in_exec) == message
+    for typo, meant in (("sesions", "sessions"), ("transcirpt", "transcript"), ("usgae", "usage")):
+        result, _ = _run(ip, f"%agent {typo}")
+        assert str(result.error_in_exec).startswith(f"Unknown %agent command {typo!r} (did you mean {meant}?). ")
+    result, _ = _run(ip, "%agent zzzzqq")
+    assert "did you mean" not in str(result.error_in_exec)  # nothing close: no guess
 
 
 # --- interpolation ----------------------------------------------------------------------------
@@ -574,7 +585,8 @@ def test_approve_in_a_cell_records_decisions_on_the_result(ip, monkeypatch):
     assert seen == [] and call.status == "denied"
     assert call.reason.startswith("no one approved it: no widget frontend")
     html = "".join(o.data.get("text/html", "") for o in captured.outputs)
-    assert re.search(r'→ <span style="color:var\(--jp-error-color1[^"]*">denied</span>', html)
+    assert re.search(r'→ <span style="color:var\(--jp-error-color1[^"]*">denied by the headless policy: no widget '
+                     r'frontend is connected', html)
 
 
 def test_a_quiet_cell_keeps_its_decisions_as_plain_html(ip, monkeypatch):
