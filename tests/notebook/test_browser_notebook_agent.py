@@ -184,3 +184,45 @@ def test_reject_and_stop_in_notebook7(lab, page):
     assert _source(page, 1) == "df = 1"
     expect(page.locator(HIGHLIGHT)).to_have_count(0)
     expect(cell(page, 2).locator(".jp-OutputArea")).to_contain_text("rejected: not now")
+
+
+def test_two_notebooks_open_at_once_each_edit_only_themselves(lab, page):
+    from playwright.sync_api import expect
+
+    sides = {"left": [[("edit_cell", {"cell_id": "right-side", "source": "side = 'stolen'"})],
+                      [("edit_cell", {"cell_id": "left-side", "source": "side = 'LEFT'"})], "Done."],
+             "right": [[("edit_cell", {"cell_id": "right-side", "source": "side = 'RIGHT'"})], "Done."]}
+    for name, turns in sides.items():
+        _write(lab.root_dir / f"{name}.ipynb", [("setup", _setup(turns)), (f"{name}-side", f"side = {name!r}"),
+                                               ("agent", "%%agent bot --notebook\nTidy up"), ("dump", DUMP)])
+    open_notebook(page, lab, "left.ipynb")
+    page.locator(".jp-DirListing-item", has_text="right.ipynb").dblclick()
+    tab = lambda name: page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=f"{name}.ipynb")  # noqa: E731
+    expect(tab("right")).to_have_class(re.compile("lm-mod-current"), timeout=30_000)
+    _wait(lambda: _kernel_ready(lab, "right.ipynb") and _kernel_ready(lab, "left.ipynb"), "both kernels", timeout=60)
+    for name, wanted in (("right", "side = 'RIGHT'"), ("left", "side = 'LEFT'")):
+        tab(name).click()
+        expect(tab(name)).to_have_class(re.compile("lm-mod-current"))
+        panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+        cells = panel.locator(".jp-Notebook .jp-Cell")
+        for index in (0, 2):
+            cells.nth(index).locator(".jp-InputArea-editor").click()
+            page.keyboard.press("Control+Enter")
+            if index == 0:
+                _wait(lambda: any(c.isdigit() for c in cells.nth(0).locator(".jp-InputPrompt").inner_text()), "setup")
+        proposal = panel.locator(".bettong-proposal")
+        expect(proposal).to_contain_text(f"Edit cell {name}-side", timeout=30_000)
+        proposal.get_by_role("button", name="Accept", exact=True).click()
+        _wait(lambda: cells.nth(1).locator(".cm-content").inner_text().strip() == wanted, f"{name} edited")
+        expect(panel.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea")).to_contain_text(
+            "accepted by you", timeout=15_000)
+        cells.nth(3).locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Control+Enter")
+        page.keyboard.press("Control+s")
+        _wait(lambda: "jp-mod-dirty" not in (tab(name).get_attribute("class") or ""), f"{name} saved")
+    left = nbformat.read(lab.root_dir / "left.ipynb", as_version=4)
+    right = nbformat.read(lab.root_dir / "right.ipynb", as_version=4)
+    assert left.cells[1].source == "side = 'LEFT'" and right.cells[1].source == "side = 'RIGHT'"
+    assert [c.id for c in left.cells] == ["setup", "left-side", "agent", "dump"]
+    stolen = json.loads((lab.root_dir / "calls.json").read_text())[0]  # left ran last
+    assert stolen[:2] == ["edit_cell", "error"] and "no cell with id 'right-side' in this notebook" in stolen[2]
