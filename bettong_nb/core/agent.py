@@ -301,7 +301,7 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *,
                 b.charge(response.usage)
             run.records.append(usage.RequestRecord(1, run.steps, response.model or request.model, latency,
                                                    response.usage, provider_name, sent_at,
-                                                   images=run.carried(), host=host))
+                                                   images=run.carried(), host=host, reported_cost=response.cost))
             # The tool calls of a truncated (half-written) or refused answer are never run, so they
             # are not kept either: a tool call without its result is never sent to a provider.
             response.content = clean(response.content)

@@ -57,14 +57,14 @@ def usage_frame(requests: Iterable[Any], prices: Mapping[str, Any] | None = None
     rows = []
     for r in requests:
         u = r.usage
-        parts, source = request_cost(r, prices)
+        parts, cost, source = request_cost(r, prices)
         rows.append({"turn": r.turn, "step": r.step, "model": r.model, "prompt_tokens": u.prompt_tokens,
                      "completion_tokens": u.completion_tokens, "cache_hit_tokens": u.cache_hit_tokens,
                      "cache_miss_tokens": u.cache_miss_tokens, "reasoning_tokens": u.reasoning_tokens,
                      "images": r.images, "latency_s": r.latency_s,
                      "cost_input": parts["input"], "cost_output": parts["output"],
                      "cost_cache_hit": parts["cache_hit"], "cost_cache_write": parts["cache_write"],
-                     "cost_total": sum(parts.values()), "price_source": source})
+                     "cost_total": cost, "price_source": source})
     models = sorted({row["model"] for row in rows if row["model"] is not None})
     frame = _typed(rows, USAGE_COLUMNS + COST_COLUMNS, {"model": models})
     frame = frame if full else frame[list(SHORT_COLUMNS)]

@@ -28,9 +28,10 @@ from typing import Any, Iterable, Mapping
 from .usage import RequestRecord, cost_parts
 
 __all__ = ["Quote", "quote", "request_cost", "total", "currency", "LOCAL_PROVIDERS", "UNPRICED_PROVIDERS", "TABLE",
-           "UNKNOWN", "API_HOSTS"]
+           "UNKNOWN", "API_HOSTS", "GATEWAY"]
 
 TABLE = "genai-prices"
+GATEWAY = "gateway"  # the price source of a request whose server reported its cost
 LOCAL_PROVIDERS = frozenset({"ollama"})
 # The hosts whose prices the table holds, by provider name: the presets' default base_url hosts.
 API_HOSTS = {"deepseek": "api.deepseek.com", "openai": "api.openai.com", "anthropic": "api.anthropic.com"}
@@ -73,18 +74,24 @@ def quote(record: RequestRecord, prices: Mapping[str, Any] | None = None) -> Quo
                  f"{TABLE} {version} ({when:%Y-%m-%d})")
 
 
-def request_cost(record: RequestRecord, prices: Mapping[str, Any] | None = None) -> tuple[dict[str, float], str]:
-    """``record``'s cost split (:func:`bettong_nb.usage.cost_parts`) and its price source; every
-    part NaN when the price is unknown."""
+def request_cost(record: RequestRecord,
+                 prices: Mapping[str, Any] | None = None) -> tuple[dict[str, float], float, str]:
+    """``record``'s cost split (:func:`bettong_nb.usage.cost_parts`), its total and its price
+    source. Given ``prices`` come first; then the cost the server reported (a gateway's: its
+    total, the split unknown, source ``"gateway"``); then the table. Every part and the total
+    are NaN when the price is unknown."""
+    if not prices and record.reported_cost is not None:
+        return dict.fromkeys(_PARTS, math.nan), record.reported_cost, GATEWAY
     found = quote(record, prices)
     if found.prices is None:
-        return dict.fromkeys(_PARTS, math.nan), found.source
-    return cost_parts(record.usage, **found.prices), found.source
+        return dict.fromkeys(_PARTS, math.nan), math.nan, found.source
+    parts = cost_parts(record.usage, **found.prices)
+    return parts, math.fsum(parts.values()), found.source
 
 
 def total(records: Iterable[RequestRecord], prices: Mapping[str, Any] | None = None) -> float:
     """What ``records`` cost together: NaN when any one's price is unknown (0.0 for none)."""
-    return math.fsum(sum(request_cost(r, prices)[0].values()) for r in records)
+    return math.fsum(request_cost(r, prices)[1] for r in records)
 
 
 def currency(prices: Mapping[str, Any] | None) -> str:

@@ -97,6 +97,7 @@ class Response:
     model: str | None = None
     usage: Usage = field(default_factory=Usage)
     stop_details: Any = None
+    cost: float | None = None  # what the server said this request cost (a gateway's bill), in its currency
 
     def text(self) -> str:
         return text(self)
@@ -116,7 +117,9 @@ class Provider(Protocol):
     """Anything that can run one model turn.
 
     ``stream`` calls ``on_event`` with :mod:`bettong_nb.events` deltas as they arrive and
-    returns the same Response ``complete`` would have.
+    returns the same Response ``complete`` would have. Optional attributes: ``name`` (the
+    provider's name in usage records and prices) and ``free`` (True when no request has a
+    price: a session then keeps cache-cost warnings to itself).
     """
 
     async def complete(self, request: Request) -> Response: ...

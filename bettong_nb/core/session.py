@@ -86,6 +86,7 @@ class Session(Ledger):
         self.turns = 0
         self._tools: list[dict] | None = None
         self._redacted_on_save = 0  # stretches of a loaded transcript the save redacted: not what was cached
+        self._told_tools = False  # the person heard once that new tools cost a full-price prompt
         self._lock = _TurnLock()
 
     @property
@@ -134,16 +135,26 @@ class Session(Ledger):
                     "system", "The system prompt this turn would build differs from the session's (capabilities' "
                     "instructions or `system` changed). The session keeps its first system prompt so the cached "
                     "prefix survives; call clear() to start over with the new one."))
-            if self._tools is not None and start.tools != self._tools:
+            if self._tools is not None and start.tools != self._tools and self._costs_money() and not self._told_tools:
+                # New tools (a --data cell's) are the common case: said once a conversation, in plain words,
+                # and only where a request has a price.
+                self._told_tools = True
                 before = [t["name"] for t in self._tools]
                 after = [t["name"] for t in start.tools]
                 if after[:len(before)] == before:
-                    what = f"tools appended ({', '.join(after[len(before):])}); the cached prefix ends at the tools"
+                    what = f"New tools in this conversation ({', '.join(after[len(before):])})"
                 else:
-                    what = (f"tools changed from [{', '.join(before)}] to [{', '.join(after)}]")
-                tell(events.CacheWarning("tools", f"{what}: this request pays full price for the whole prompt "
-                                                  "instead of the cached rate."))
+                    what = f"The tools changed from [{', '.join(before)}] to [{', '.join(after)}]"
+                tell(events.CacheWarning("tools", f"{what}: this request pays full price for its whole prompt once, "
+                                                  "instead of the provider's cheaper cached rate."))
         self._tools = start.tools
+
+    def _costs_money(self) -> bool:
+        """Whether a request of this conversation has a price: not on a model that costs nothing
+        (the offline demo, a script, a replay, a local server) unless prices were given."""
+        prices = self.options.prices or {}
+        given = any(isinstance(value, (int, float)) and value > 0 for value in prices.values())
+        return given or not getattr(getattr(self.agent, "provider", None), "free", False)
 
     async def arun(self, prompt: Prompt, **overrides: Any) -> RunResult:
         return await awaited(self._turn(prompt, overrides))  # waiting for the lock is part of the run

@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 from ..errors import OptionError
 
-__all__ = ["Usage", "RequestRecord", "from_openai", "summary", "line", "money", "cost", "cost_parts",
+__all__ = ["Usage", "RequestRecord", "duration_text", "from_openai", "summary", "line", "money", "cost", "cost_parts",
            "cache_hit_rate", "check_prices", "PRICE_KEYS", "ZERO"]
 
 PRICE_KEYS = ("input", "output", "cache_hit", "cache_write", "reasoning")
@@ -63,7 +63,8 @@ class RequestRecord:
     """One model request: which turn and step it served, how long it took, what it used, and
     how many images it carried (all those in its transcript, earlier turns' included) and who served
     it when (``provider`` is the provider's name, ``host`` the API host it went to, ``at`` the Unix
-    time it was sent): prices depend on them."""
+    time it was sent): prices depend on them. ``reported_cost``: what the server said it cost (a
+    gateway such as LiteLLM's proxy reports each response's cost), used before any price table."""
 
     turn: int
     step: int
@@ -74,6 +75,7 @@ class RequestRecord:
     at: float | None = None
     images: int = 0
     host: str | None = None
+    reported_cost: float | None = None
 
 
 def _first(block: Mapping[str, Any], *paths: str) -> int:
@@ -177,3 +179,12 @@ def line(u: Usage, prices: Mapping[str, Any] | None = None, *, spent: float | No
     if spent is not None and not math.isnan(spent):
         text += f" · cost {money(spent, (prices or {}).get('currency'))}"
     return text
+
+
+def duration_text(seconds: float | None) -> str:
+    """A duration as a person reads it: ``<1 ms``, ``340 ms``, ``12.3 s`` ("" for None)."""
+    if seconds is None:
+        return ""
+    if seconds < 0.0005:
+        return "<1 ms"  # not "0 ms": it did take some time
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"

@@ -367,7 +367,10 @@ class Transport:
 
     async def json(self, method: str, path: str, **kwargs: Any) -> Any:
         """:meth:`request`, then the body as JSON; a body that is not JSON is an error."""
-        response = await self.request(method, path, **kwargs)
+        return self.parsed(await self.request(method, path, **kwargs))
+
+    def parsed(self, response: httpx.Response) -> Any:
+        """``response``'s body as JSON (when its headers matter too: :meth:`request`, then this)."""
         try:
             return loads(response.content)
         except ValueError:

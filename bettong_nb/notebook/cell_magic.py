@@ -14,6 +14,7 @@ import collections
 import difflib
 import importlib.util
 import inspect
+import os
 import textwrap
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -58,8 +59,9 @@ def _with_options(function: Callable) -> Callable:
         argument("-f", "--format", choices=FORMATS, default="markdown",
                  help="markdown (default); code: also put the answer's code into a new cell below, not run; "
                       "text: the answer as plain text; html: ask for an HTML answer, shown sanitised"),
-        argument("--data", metavar="DF1,DF2",
-                 help="DataFrames in your namespace the agent may query with SQL in this cell (a duckdb capability)"),
+        argument("--data", metavar="DF1,DF2,FOLDER/", nargs="?", const="",
+                 help="DataFrames in your namespace, and at most one folder of data files (Parquet, CSV, JSON, "
+                      "Excel), the agent may query with SQL in this cell, read-only (a duckdb capability)"),
         argument("--no-interpolate", action="store_true", help="send the cell exactly as written"),
         argument("--notebook", action="store_true",
                  help="the agent works in this notebook: reads its cells, proposes edits you accept or reject, "
@@ -134,6 +136,8 @@ def cell_plan(magics: AgentMagics, line: str, cell: str) -> Plan | None:
     prompt = cell if args.no_interpolate else interpolate(cell, _namespace(magics), notes=notes)
     if isinstance(prompt, str) and not prompt.strip():  # a list of parts holds an image
         raise UsageError("The %%agent cell is empty: write the prompt below the %%agent line.")
+    if pictures := sum(1 for part in prompt if not isinstance(part, str)) if isinstance(prompt, list) else 0:
+        notes.append(f"{pictures} image{'s' if pictures > 1 else ''} sent with the prompt")
     name, session, target_notes = magics.sessions.target(args.target, new=args.new)
     overrides: dict[str, Any] = {"stream": magics.stream and not args.no_stream}
     if args.max_steps is not None:
@@ -147,7 +151,7 @@ def cell_plan(magics: AgentMagics, line: str, cell: str) -> Plan | None:
         prompt = _appended(prompt, HTML_REQUEST)
     plan = Plan(name, session, prompt, overrides, args.out, args.quiet, notes=target_notes + notes,
                 approve=args.approve, fmt=args.format)
-    if args.data:
+    if args.data is not None:
         plan.extra = _data_capability(magics, args.data, session)
         overrides["capabilities"] = [*session.options.capabilities, plan.extra]
         # A session keeps its first system prompt (the provider caches it), so the frames' SQL
@@ -177,19 +181,36 @@ def _with_notebook(capabilities: list) -> list:
     return [*capabilities, notebook(edit=True, run=True)]
 
 
+DATA_USAGE = ("--data names what the agent may query with SQL in this cell: DataFrames in your namespace "
+              "and at most one folder of data files, comma-separated: --data sales,targets or --data data/ "
+              "or --data sales,data/")
+
+
 def _data_capability(magics: AgentMagics, names: str, session: Any) -> Any:
-    """--data df1,df2: a duckdb capability over those DataFrames, for this cell only."""
-    frames = {}
-    for name in filter(None, (n.strip() for n in names.split(","))):
-        if not name.isidentifier() or name not in magics.shell.user_ns:
-            raise UsageError(f"--data: no variable named {name!r} in your namespace")
-        frames[name] = magics.shell.user_ns[name]
+    """--data df1,df2,folder/: a duckdb capability over those DataFrames and that folder (read-only),
+    for this cell only. A word that ends in / or names a folder is a folder."""
+    frames, folders = {}, []
+    words = [word.strip() for word in names.split(",") if word.strip()]
+    if not words:
+        raise UsageError(DATA_USAGE)
+    for word in words:
+        if word.endswith("/") or os.path.isdir(os.path.expanduser(word)):
+            if not os.path.isdir(os.path.expanduser(word)):
+                raise UsageError(f"--data: no folder {word!r} (relative to {os.getcwd()})")
+            folders.append(os.path.expanduser(word))
+        elif not word.isidentifier() or word not in magics.shell.user_ns:
+            raise UsageError(f"--data: no variable named {word!r} in your namespace, and no folder by that name. "
+                             + DATA_USAGE)
+        else:
+            frames[word] = magics.shell.user_ns[word]
+    if len(folders) > 1:
+        raise UsageError(f"--data takes one folder at most; got {', '.join(folders)}")
     if any(getattr(c, "id", None) == "duckdb" for c in session.options.capabilities):
         raise UsageError("--data adds a duckdb capability, and this target already has one: "
                          "pass the frames to its tables= instead")
     from ..capabilities import duckdb
 
     try:
-        return duckdb(tables=frames)
+        return duckdb(root=folders[0] if folders else None, tables=frames)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"--data: {exc}") from None

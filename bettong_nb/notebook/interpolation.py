@@ -159,6 +159,10 @@ def _resolved(match: re.Match, namespace: Mapping[str, Any], notes: list[str] | 
         return "{" + match.group("escaped") + "}"
     try:
         value = _lookup(match.group("field"), namespace)
+        figure = _artists_figure(value)
+        if figure is not None:
+            _note(notes, f"{match.group(0)} holds matplotlib artists (what plt.plot returns): sent their figure")
+            value = figure
         image = as_image(value)
         return image if image is not None else render_value(value)
     except _Skipped:
@@ -168,6 +172,17 @@ def _resolved(match: re.Match, namespace: Mapping[str, Any], notes: list[str] | 
     except Exception as exc:  # anything that does not resolve stays as the user wrote it
         _note(notes, f"{match.group(0)} did not resolve ({type(exc).__name__}: {exc}); sent as written")
     return match.group(0)
+
+
+def _artists_figure(value: Any) -> Any:
+    """The one figure a list of matplotlib artists is drawn on (a cell ending in ``plt.plot(...)``
+    has a list of Line2D as its value), else None."""
+    if not isinstance(value, (list, tuple)) or not value:
+        return None
+    if not all(type(item).__module__.startswith("matplotlib.") for item in value):
+        return None
+    figures = {id(figure): figure for figure in (getattr(item, "figure", None) for item in value) if figure is not None}
+    return next(iter(figures.values())) if len(figures) == 1 else None
 
 
 def interpolate(text: str, namespace: Mapping[str, Any], *,

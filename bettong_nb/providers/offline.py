@@ -33,6 +33,7 @@ class OfflineModel:
     (or run_shell ``ls`` when only a shell is there), then a summary of the tool results."""
 
     name = "offline"
+    free = True  # no request has a price
     model = "offline-demo"
 
     async def complete(self, request: Request) -> Response:

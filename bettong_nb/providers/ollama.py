@@ -210,6 +210,8 @@ def _calls_so_far(request: Request) -> int:
 class OllamaProvider:
     """A provider speaking Ollama's native chat API. No key: Ollama runs locally."""
 
+    free = True  # a local server: no request has a price
+
     def __init__(self, *, base_url: str | None = None, timeout: Any = None, max_retries: int = 2,
                  model: str | None = None, num_ctx: int | None = None, keep_alive: str | int | None = "30m",
                  think: bool | str | None = None, name: str = "ollama"):

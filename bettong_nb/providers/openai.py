@@ -20,6 +20,7 @@ validates every answer anyway.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Mapping
@@ -35,7 +36,7 @@ from ..safety.secrets import url_without_credentials
 from ..core.usage import Usage, from_openai
 
 __all__ = ["OpenAIProvider", "Service", "encode_request", "decode_response", "DEEPSEEK", "OPENAI",
-           "STRUCTURED_OUTPUTS", "SCHEMA_INSTRUCTIONS"]
+           "STRUCTURED_OUTPUTS", "SCHEMA_INSTRUCTIONS", "COST_HEADER", "reported_cost"]
 
 STRUCTURED_OUTPUTS = ("json_schema", "json_object")
 SCHEMA_INSTRUCTIONS = "Answer with JSON only: one JSON value that follows this JSON Schema.\n"
@@ -143,7 +144,24 @@ def _readable(message: Any, provider: str) -> dict:
     return out
 
 
-def _response(message: Mapping[str, Any], finish: str | None, model: str | None, usage: Usage) -> Response:
+# A gateway that bills each request says what it cost: LiteLLM's proxy in this header, others
+# (OpenRouter, LiteLLM too) as a number `cost` in the answer's `usage`.
+COST_HEADER = "x-litellm-response-cost"
+
+
+def reported_cost(value: Any) -> float | None:
+    """A cost a server reported (a header's text or a number), when it is a finite amount >= 0."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        cost = float(value)
+    except (TypeError, ValueError):
+        return None
+    return cost if math.isfinite(cost) and cost >= 0 else None
+
+
+def _response(message: Mapping[str, Any], finish: str | None, model: str | None, usage: Usage,
+              cost: float | None = None) -> Response:
     content: list[dict] = []
     if message.get("reasoning_content"):
         content.append({"type": "thinking", "text": message["reasoning_content"]})
@@ -154,7 +172,7 @@ def _response(message: Mapping[str, Any], finish: str | None, model: str | None,
         content.append({"type": "tool_use", "id": call.get("id") or f"call_{len(content)}",
                         "name": fn.get("name", ""), "input": decode_arguments(fn.get("arguments"))})
     stop = "tool_use" if message.get("tool_calls") else _STOP_REASONS.get(finish or "stop", finish or "end_turn")
-    return Response(content=content, stop_reason=stop, model=model, usage=usage)
+    return Response(content=content, stop_reason=stop, model=model, usage=usage, cost=cost)
 
 
 def decode_response(body: Any, provider: str = "openai") -> Response:
@@ -164,8 +182,9 @@ def decode_response(body: Any, provider: str = "openai") -> Response:
         raise ProviderError(f"No message in {provider} API response", provider=provider)
     choice = choices[0]
     with reading(provider):
+        used = body.get("usage")
         return _response(_readable(choice["message"], provider), choice.get("finish_reason"), body.get("model"),
-                         from_openai(body.get("usage")))
+                         from_openai(used), reported_cost(used.get("cost") if isinstance(used, Mapping) else None))
 
 
 class _StreamFold:
@@ -220,7 +239,8 @@ class _StreamFold:
             message["tool_calls"] = [
                 {"id": c["id"] or f"call_{i}", "function": {"name": c["name"], "arguments": "".join(c["arguments"])}}
                 for i, c in sorted(self.calls.items())]
-        return _response(message, self.finish, self.model, from_openai(self.usage))
+        cost = reported_cost(self.usage.get("cost")) if isinstance(self.usage, Mapping) else None
+        return _response(message, self.finish, self.model, from_openai(self.usage), cost)
 
 
 class OpenAIProvider:
@@ -278,9 +298,13 @@ class OpenAIProvider:
                                         structured_output=self.structured_output, reuse=self._reuse))
 
     async def complete(self, request: Request) -> Response:
-        body = await self.transport.post_json("/chat/completions", self._payload(request, False))
+        reply = await self.transport.request("POST", "/chat/completions", payload=self._payload(request, False))
+        body = self.transport.parsed(reply)
         with self.transport.redacting():
-            return decode_response(body, self.name)
+            answer = decode_response(body, self.name)
+        header = reported_cost(reply.headers.get(COST_HEADER))
+        answer.cost = header if header is not None else answer.cost
+        return answer
 
     async def stream(self, request: Request, on_event: Callable[[Any], Any]) -> Response:
         payload = self._payload(request, True)

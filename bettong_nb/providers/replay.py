@@ -163,6 +163,7 @@ class Replay:
     """Serves recorded turns for matching requests; deterministic, offline."""
 
     name = "replay"
+    free = True  # no request has a price
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)

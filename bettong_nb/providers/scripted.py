@@ -33,6 +33,7 @@ class Scripted:
     """Serves ``turns`` in order; past the end it answers ``default`` or raises."""
 
     name = "scripted"
+    free = True  # no request has a price
 
     def __init__(self, turns: Iterable[Any] = (), *, default: Any = None, model: str = "scripted"):
         self.turns = list(turns)

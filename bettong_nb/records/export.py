@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterator
 from ..core.images import MEDIA_TYPES
 from ..safety.sanitize import markdown_code, markdown_fence, markdown_literal, markdown_text
 from .saving import FORMAT, Saved, save, snapshot, write_text
-from .terminal import args_preview, call_line, duration_text, json_text
+from ..core.usage import duration_text
+from .terminal import args_preview, call_line, json_text
 from .transcript_html import (image_placeholder, is_prompt, recorded_call, result_html, session_html, thinking_html,
                               tool_block, tool_result_images, tool_results)
 

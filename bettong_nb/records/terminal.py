@@ -16,9 +16,10 @@ import sys
 from typing import Any, Mapping
 
 from ..core import events
+from ..core.usage import duration_text
 from ..safety.sanitize import terminal_text
 
-__all__ = ["TextView", "result_text", "call_line", "args_preview", "duration_text", "json_text"]
+__all__ = ["TextView", "result_text", "call_line", "args_preview", "json_text"]
 
 _ARGS_PREVIEW_CHARS = 60
 RAN = ("ok", "error")  # statuses with a duration worth showing: a denied call never ran
@@ -38,14 +39,6 @@ def args_preview(args: Any) -> str:
     else:
         text = json_text(args)
     return text if len(text) <= _ARGS_PREVIEW_CHARS else text[:_ARGS_PREVIEW_CHARS - 1] + "…"
-
-
-def duration_text(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 0.0005:
-        return "<1 ms"  # not "0 ms": it did take some time
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
 def _one_line(text: str, limit: int = 100) -> str:

@@ -18,7 +18,8 @@ from typing import Any
 from ..core import images
 from ..core.results import STOPPED, ToolCall
 from ..safety.sanitize import markdown_html
-from .terminal import RAN, args_preview, duration_text, json_text
+from ..core.usage import duration_text
+from .terminal import RAN, args_preview, json_text
 
 __all__ = ["result_html", "session_html", "tool_block", "css_id", "image_html", "image_placeholder",
            "is_prompt", "recorded_call", "thinking_html", "tool_results", "tool_result_images", "tool_result_text",

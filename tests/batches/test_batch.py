@@ -74,7 +74,8 @@ def test_progress_prints_a_text_bar_in_a_terminal(capsys):
         bettong_nb.openai(base_url=server.url, api_key="k", prices={"input": 1, "output": 2}).map(
             ["a", "b"], progress=True)
     err = capsys.readouterr().err
-    assert "2/2 · 2 done · 0 failed · 24 tokens · cost $0.000028" in err
+    # the last line: what ran out of all, the counts, tokens and cost, how long it took and its rate
+    assert re.search(r"\] 2/2 · 2 done · 0 failed · 24 tokens · cost \$0\.000028 · [\d.]+ m?s · [\d.]+/s\n", err), err
 
 
 def test_cancelling_a_batch_returns_what_finished():
@@ -167,3 +168,23 @@ def test_a_batch_budget_is_shared_by_its_items():
     results = agent.map([f"p{i}" for i in range(10)], concurrency=1, token_budget=1000, progress=False)
     finished = [r for r in results if r.done]
     assert len(finished) == 2 and all("batch token budget" in r.reason for r in results if not r.done)
+
+
+def test_the_text_bar_tells_time_rate_and_time_left_and_a_stop_is_not_all_done(capsys):
+    # While it runs the bar estimates the time left from the rate so far; when a stop cancels
+    # the rest, the final line counts what ran out of all and says what was cancelled.
+    from bettong_nb.batches.local import Progress
+
+    bar = Progress(50, prices=None)
+    for _ in range(16):
+        bar.update(bettong_nb.RunResult("ok", 1, [], [], bettong_nb.Usage(requests=1), True))
+    time.sleep(0.15)  # the bar redraws at most every 0.1 s
+    bar.update(None)
+    running = capsys.readouterr().err.rsplit("\r", 1)[-1]
+    assert re.fullmatch(r"\[#{9}\.{21}\] 16/50 · 16 done · 0 failed · 0 tokens · cost \$0 · [\d.]+ m?s · [\d.e+]+/s · "
+                        r"about [\d.]+ m?s left", running), running
+    bar.cancelled = 34
+    bar.update(None, final=True)
+    final = capsys.readouterr().err.rsplit("\r", 1)[-1]
+    assert final.startswith("[") and "] 16/50 · 16 done · 0 failed · 34 cancelled · 0 tokens" in final
+    assert "left" not in final and not final.split("] ", 1)[1].startswith("50/50")

@@ -4,6 +4,7 @@ import json
 
 import bettong_nb
 from bettong_nb import events
+from bettong_nb.providers.scripted import Scripted
 from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 
 
@@ -86,3 +87,26 @@ def test_a_session_warns_when_a_turn_would_move_the_cached_prefix():
     assert "[alpha] to [beta]" in moved["tools"] and "full price" in moved["tools"]
     # the system prompt is never rebuilt inside a session
     assert server.requests[2].json()["messages"][0] == server.requests[0].json()["messages"][0]
+
+
+def test_new_tools_are_told_once_in_plain_words_and_only_where_a_request_has_a_price():
+    def named(name):
+        return {"id": name, "tools": [bettong_nb.tool(lambda x: x, name=name, description=f"{name}.")]}
+
+    def warnings_of(agent):
+        told = []
+        chat = agent.session()
+        for turn, extra in enumerate(([], [named("q1")], [named("q1"), named("q2")])):
+            chat.run(f"turn {turn}", capabilities=[named("base"), *extra],
+                     on_event=lambda e: isinstance(e, events.CacheWarning) and told.append(e))
+        return told
+
+    scripted = ["a", "b", "c"]
+    # a model that costs nothing (the offline demo, a script, a replay) never warns about prices
+    assert warnings_of(bettong_nb.agent(provider=Scripted(list(scripted)))) == []
+    assert warnings_of(bettong_nb.offline()) == []
+    # a priced one hears it once a conversation, in words a data scientist reads
+    (told,) = warnings_of(bettong_nb.agent(provider=Scripted(list(scripted)), prices={"input": 1, "output": 1}))
+    assert told.moved == "tools" and told.message == (
+        "New tools in this conversation (q1): this request pays full price for its whole prompt once, "
+        "instead of the provider's cheaper cached rate.")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 import threading
 import time
 
@@ -201,8 +202,12 @@ def test_stop_on_a_blocking_run_and_on_a_batch(kernel, model):
     shown = [m["content"]["data"] for m in messages if m["msg_type"] in ("display_data", "update_display_data",
                                                                         "execute_result")]
     progress = [d["text/plain"] for d in shown if "text/html" in d and "bettong-progress" in d["text/html"]]
-    assert progress == ["4/4 · 2 done · 0 failed · 2 cancelled · 24 tokens · cost $0.000024"]
-    assert shown[-1]["text/plain"].startswith("Batch of 4: 2 done · 0 failed · 2 cancelled · 2 requests")
+    # what ran, out of four: the line never says 4/4 when some were cancelled
+    (line,) = progress
+    ran = re.fullmatch(r"(\d)/4 · (\d) done · 0 failed · (\d) cancelled · (\d+) tokens · cost \$[\d.]+ · [\d.]+ m?s · "
+                       r"[\d.]+/s", line)
+    assert ran and ran[1] == ran[2] and int(ran[2]) + int(ran[3]) == 4 and int(ran[3]) >= 1, line
+    assert shown[-1]["text/plain"].startswith(f"Batch of 4: {ran[2]} done · 0 failed · {ran[3]} cancelled · ")
     assert not [d for d in shown[-2:] if WIDGET in d]
     assert _value(kc, "[type(results).__name__, [r.output for r in results], [r.reason for r in results]]") == [
         "Batch", ["answer to a", None, "answer to c", None], [None, "cancelled", None, "cancelled"]]

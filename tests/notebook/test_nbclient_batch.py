@@ -4,6 +4,7 @@ bar %load_ext installs); map_frame fills a column; a session budget stops a turn
 from __future__ import annotations
 
 import json
+import re
 
 from nbconvert import HTMLExporter
 
@@ -40,10 +41,13 @@ def test_batches_and_budgets_in_a_notebook(tmp_path):
         # one progress bar per batch, in the batch's own cell, replaced by its last line when it ends:
         # no widget is left for a saved notebook to lose
         (shown,) = [o for o in nb.cells[index].outputs if o.output_type == "display_data"]
-        assert WIDGET not in shown.data and shown.data["text/plain"] == line, nb.cells[index].outputs
-        assert shown.data["text/html"].endswith(f">{line}</div>")
+        timing = r" · [\d.]+ m?s · [\d.]+/s"  # how long the batch took and its rate, no estimate left
+        assert WIDGET not in shown.data and re.fullmatch(re.escape(line) + timing, shown.data["text/plain"]), \
+            nb.cells[index].outputs
+        assert re.search(">" + re.escape(line) + timing + "</div>$", shown.data["text/html"])
     exported = HTMLExporter().from_notebook_node(nb)[0]  # the saved notebook, as nbconvert --to html shows it
-    assert '<div class="bettong-progress" style="font-size:13px">3/3 · 3 done · 0 failed · 1446 tokens</div>' in exported
+    assert re.search(r'<div class="bettong-progress" style="font-size:13px">3/3 · 3 done · 0 failed · 1446 tokens'
+                     r' · [\d.]+ m?s · [\d.]+/s</div>', exported)
     seen = json.loads("".join(o.text for o in nb.cells[5].outputs if o.output_type == "stream"))
     assert seen["map"] == ["label:a", "label:b", "label:c"] and seen["amap"] == ["label:d", "label:e"]
     assert seen["frame"] == ["label:x!", "label:y!"] and seen["rows"] == 2

@@ -340,3 +340,43 @@ def test_data_on_a_later_cell_of_a_session_tells_the_model_its_tables(ip):
     assert third["messages"][-1]["role"] == "tool" and "42" in third["messages"][-1]["content"]
     assert ip.user_ns["res"].frames()[-1].to_dict("list") == {"s": [42]}
     ip.user_ns.pop("df1")
+
+
+def test_a_data_cell_on_the_offline_model_shows_no_cache_jargon(ip):
+    # The offline demo costs nothing: a --data cell after an ordinary one adds tools to the
+    # conversation, and the cell says nothing about prompt caches or full prices.
+    ip.user_ns["moons"] = pd.DataFrame({"planet": ["Saturn", "Jupiter"], "moons": [146, 95]})
+    ip.user_ns["bot"] = bettong_nb.offline()
+    _ok(ip, "%%agent bot\nhello")
+    captured = _ok(ip, "%%agent bot --data moons\nWhich planet has the most moons?")
+    shown = captured.stdout + captured.stderr + "".join(
+        str(o.data) for o in captured.outputs)
+    assert "full price" not in shown and "cached prefix" not in shown and "tools appended" not in shown
+    ip.user_ns.pop("moons")
+
+
+def test_data_takes_a_folder_beside_frames_and_a_bare_data_says_how(ip, tmp_path, monkeypatch):
+    (tmp_path / "shop").mkdir()
+    pd.DataFrame({"region": ["north", "south"], "target": [20, 15]}).to_parquet(tmp_path / "shop" / "targets.parquet")
+    (tmp_path / "shop" / ".env").write_text("DB_PASSWORD=hunter2-folder-secret\n")
+    monkeypatch.chdir(tmp_path)
+    sales = pd.DataFrame({"region": ["north", "south", "north"], "amount": [10, 20, 5]})
+    sql = ("SELECT s.region, sum(amount) AS total, any_value(t.target) AS target FROM sales s "
+           "JOIN 'targets.parquet' t USING (region) GROUP BY s.region ORDER BY s.region")
+    for line in ("--data sales,shop/", "--data shop,sales"):  # a trailing / or a folder that exists
+        model = Scripted([[("query_data", {"sql": sql}), ("query_data", {"sql": "SELECT * FROM read_csv('.env')"})],
+                          "North missed by 5."])
+        ip.user_ns.update(sales=sales, bot=_tool_agent(model, []))
+        _ok(ip, f"%%agent bot {line} -o res\nWho missed the target?")
+        first, second = ip.user_ns["res"].tool_calls
+        assert first.status == "ok" and first.data.to_dict("list") == {
+            "region": ["north", "south"], "total": [15, 20], "target": [20, 15]}, line
+        assert "hunter2" not in second.result  # the folder is read-only SQL with credential files refused
+    for cell, message in (("%%agent bot --data\nx", "--data names what the agent may query"),
+                          ("%%agent bot --data nothere/\nx", "--data: no folder 'nothere/'"),
+                          ("%%agent bot --data shop/,shop/\nx", "--data takes one folder at most"),
+                          ("%%agent bot --data nope\nx", "no variable named 'nope' in your namespace, and no folder")):
+        result, _ = _run(ip, cell)
+        assert isinstance(result.error_in_exec, UsageError) and message in str(result.error_in_exec), \
+            (cell, result.error_in_exec)
+    ip.user_ns.pop("sales")

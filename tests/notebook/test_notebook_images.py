@@ -66,8 +66,10 @@ def test_pil_and_ipython_images_are_parts_and_other_values_stay_text():
     [ipy] = interpolation.interpolate("{ipy}", namespace)
     assert ipy.data == png(12, 9)  # the bytes as given
     # What plt.plot() returns is a list of Line2D, not a Figure: it reads as text.
-    text = interpolation.interpolate("lines: {lines}", namespace)
-    assert isinstance(text, str) and text.startswith("lines: [<matplotlib.lines.Line2D object")
+    notes = []
+    text, image = interpolation.interpolate("lines: {lines}", namespace, notes=notes)  # plt.plot's figure, as an image
+    assert text == "lines: " and image.data == images.as_image(namespace["lines"][0].figure).data
+    assert notes == ["{lines} holds matplotlib artists (what plt.plot returns): sent their figure"]
     plt.close("all")
 
 
@@ -105,16 +107,28 @@ def test_fig_in_a_cell_reaches_the_model_as_an_image_block(ip, fig, mode):
     assert ip.user_ns["_agent_result"].requests[0].images == 1
 
 
-def test_out_n_of_a_figure_is_an_image_and_of_plt_plot_is_text(ip, fig):
-    model = Scripted(["a figure", "a list of lines"])
+def test_out_n_of_a_figure_or_of_plt_plot_is_an_image_and_the_cell_says_it_sent_one(ip, fig):
+    model = Scripted(["a figure", "a list of lines", "mixed"])
     ip.user_ns.update(bot=bettong_nb.agent(provider=model), fig=fig, plt=plt)
     with capture_output():
         shown = ip.run_cell("fig", store_history=True).execution_count
+        plt.close("all")
         plotted = ip.run_cell("plt.plot([1, 2], [3, 4])", store_history=True).execution_count
-    _ok(ip, f"%%agent bot\n{{Out[{shown}]}}")
+    captured = _ok(ip, f"%%agent bot\n{{Out[{shown}]}}")
     [image] = _sent(model)
     assert _image_of(image).data == images.as_image(fig).data
-    _ok(ip, f"%%agent bot\n{{Out[{plotted}]}}")
+    assert "1 image sent with the prompt" in captured.stdout
+    # a cell ending in plt.plot(...) has a list of Line2D as its value: their figure is sent
+    captured = _ok(ip, f"%%agent bot\nCompare {{Out[{plotted}]}} with {{fig}}")
+    assert [part["type"] for part in _sent(model)] == ["text", "image", "text", "image"]
+    lines = ip.user_ns["Out"][plotted]
+    assert _image_of(_sent(model)[1]).data == images.as_image(lines[0].figure).data
+    assert f"{{Out[{plotted}]}} holds matplotlib artists (what plt.plot returns): sent their figure" in captured.stdout
+    assert "2 images sent with the prompt" in captured.stdout
+    # artists of two figures are not one picture: sent as text, as any other value
+    other = plt.figure().add_subplot().plot([5, 6], [7, 8])
+    ip.user_ns["mixed"] = [lines[0], *other]
+    _ok(ip, "%%agent bot\n{mixed}")
     assert _sent(model).startswith("[<matplotlib.lines.Line2D object")
     plt.close("all")
 

@@ -82,9 +82,10 @@ def test_a_resumed_session_warns_when_its_agent_offers_other_tools(tmp_path):
     warnings = []
     other = {"id": "more", "tools": [bettong_nb.tool(lambda x: x, name="echo", description="Echo.")]}
     agent = bettong_nb.agent(provider=Scripted(["three"]), capabilities=[weather(), other],
+                             prices={"input": 1, "output": 1},  # a priced model: the full-price prompt costs money
                              on_event=lambda e: isinstance(e, events.CacheWarning) and warnings.append(e))
     bettong_nb.load_session(tmp_path / "chat.json", agent).run("again")
-    assert [w.moved for w in warnings] == ["tools"] and "tools appended (echo)" in warnings[0].message
+    assert [w.moved for w in warnings] == ["tools"] and "New tools in this conversation (echo)" in warnings[0].message
 
 
 def test_a_save_that_redacted_the_transcript_says_so_and_the_resumed_turn_warns(tmp_path):
