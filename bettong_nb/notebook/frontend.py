@@ -15,8 +15,10 @@ JupyterLab / Notebook 7 extension (``bettong_nb/notebook/labextension``, source 
 
 A kernel cannot touch its notebook: only the page can. The extension registers the comm target
 ``bettong_nb.notebook`` on every notebook's kernel connection; :func:`connect` opens a comm to it
-and every method is one request ``{"id", "op", ...}`` answered ``{"id", "ok": true, ...}`` or
-``{"id", "ok": false, "error"}``. Each acts on the notebook whose kernel this is, never another.
+and every method is one request ``{"id", "op", "target", ...}`` answered ``{"id", "ok": true, ...}``
+or ``{"id", "ok": false, "error"}``. Each acts on the notebook whose kernel this is, never another.
+A page reloaded meanwhile takes the comm over at its first request; when no page answers, a
+request fails after ``timeout`` and the next one opens a new comm.
 
 Works from an awaiting cell: ipykernel (>= 7.4) handles comm messages while a cell awaits, so
 the answers arrive although the cell keeps the kernel busy. It does not run cells: an execute
@@ -137,7 +139,8 @@ class Frontend:
         try:
             if self._comm is None:
                 raise FrontendError(f"{op}: the notebook's page closed the connection")
-            self._comm.send({"id": request_id, "op": op, **args})
+            # The target lets a reloaded page, which never saw this comm open, take it over.
+            self._comm.send({"id": request_id, "op": op, "target": TARGET, **args})
             try:
                 answer = await asyncio.wait_for(future, timeout)
             except TimeoutError:

@@ -2,7 +2,7 @@
 //
 // A kernel cannot edit the notebook it serves; this plugin lets it. On every notebook's kernel
 // connection it registers the comm target `bettong_nb.notebook`. The kernel opens a comm to it
-// and sends requests `{id, op, ...args}`; each is answered `{id, ok: true, ...result}` or
+// and sends requests `{id, op, target, ...args}`; each is answered `{id, ok: true, ...result}` or
 // `{id, ok: false, error}`. Every decision lives in the kernel: this side only reads and edits
 // the notebook whose kernel asked, through the notebook's shared model, so edits are undoable,
 // mark the document dirty and show in every view of it. Nothing the kernel sends is evaluated
@@ -216,26 +216,52 @@ function errorText(error: unknown): string {
   return `${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`;
 }
 
+/** Answers the requests that come on `comm`, for the notebook of `context`. */
+function answerOn(comm: Kernel.IComm, kernel: Kernel.IKernelConnection, bridge: Bridge) {
+  const handle = async (msg: KernelMessage.ICommMsgMsg) => {
+    const request = msg.content.data as Request;
+    const id = isObject(request) ? request.id : null;
+    let answer: Answer;
+    try {
+      answer = { ...(await bridge.answer(request)), id, ok: true };
+    } catch (error) {
+      answer = { id, ok: false, error: errorText(error) };
+    }
+    if (!comm.isDisposed && !kernel.isDisposed) {
+      comm.send(answer as any);
+    }
+  };
+  comm.onMsg = handle;
+  return handle;
+}
+
+const served = new WeakSet<Kernel.IKernelConnection>();
+
 /** Registers the comm target on `kernel`, answering for the notebook of `panel`. */
 function serve(app: JupyterFrontEnd, tracker: INotebookTracker, panel: NotebookPanel, kernel: Kernel.IKernelConnection): void {
   const context = panel.context;
   // Registered per kernel connection; a restart keeps the connection (and its targets), a
   // kernel change brings a new one, registered from `kernelChanged`.
   kernel.registerCommTarget(TARGET, (comm: Kernel.IComm) => {
-    const bridge = new Bridge(app, tracker, context);
-    comm.onMsg = async (msg: KernelMessage.ICommMsgMsg) => {
-      const request = msg.content.data as Request;
-      const id = isObject(request) ? request.id : null;
-      let answer: Answer;
-      try {
-        answer = { ...(await bridge.answer(request)), id, ok: true };
-      } catch (error) {
-        answer = { id, ok: false, error: errorText(error) };
-      }
-      if (!comm.isDisposed && !kernel.isDisposed) {
-        comm.send(answer as any);
-      }
-    };
+    answerOn(comm, kernel, new Bridge(app, tracker, context));
+  });
+  if (served.has(kernel) || !kernel.handleComms) {
+    return;
+  }
+  served.add(kernel);
+  // A reloaded page does not know the comm the kernel opened to the page before: a request on
+  // it would go unanswered. Requests name their target, so this page takes the comm over (the
+  // kernel's end is still open) and answers, and the kernel never notices the reload.
+  kernel.iopubMessage.connect((_, msg) => {
+    if (msg.header.msg_type !== 'comm_msg') {
+      return;
+    }
+    const content = (msg as KernelMessage.ICommMsgMsg).content;
+    if (!isObject(content.data) || content.data.target !== TARGET || kernel.hasComm(content.comm_id)) {
+      return;
+    }
+    const comm = kernel.createComm(TARGET, content.comm_id);
+    void answerOn(comm, kernel, new Bridge(app, tracker, context))(msg as KernelMessage.ICommMsgMsg);
   });
 }
 

@@ -84,7 +84,7 @@ def _wait(condition, what: str, timeout: float = 10.0):
         time.sleep(0.05)
 
 
-def test_cells_hello_and_a_kernel_restart_in_jupyterlab(lab, page, results):
+def test_cells_and_hello_in_jupyterlab(lab, page, results):
     displayed = nbformat.v4.new_output("display_data", data={"text/plain": "<Figure>", "image/png": "iVBORw0KGgo="},
                                        metadata={"image/png": {"width": 4}})
     cells = [
@@ -108,9 +108,12 @@ def test_cells_hello_and_a_kernel_restart_in_jupyterlab(lab, page, results):
         result = {"app": fe.app, "path": fe.path, "versions": fe.versions, "cells": await fe.cells(),
                   "current": frontend.current_cell_id(), "metadata": await fe.notebook_metadata(),
                   "same": fe is await frontend.connect()}
+        import asyncio  # a request from another thread and event loop (answers go to the loop that asked)
+        result["threaded"] = len(await asyncio.to_thread(lambda: asyncio.run(fe.cells())))
     """)
     assert got["app"] == "JupyterLab" and got["path"] == "six.ipynb" and got["versions"]["protocol"] == 1
     assert got["same"]  # connect() is cached for the kernel
+    assert got["threaded"] == 6
     assert got["metadata"]["kernelspec"]["name"] == "python3"
     listed = got["cells"]
     assert [c["id"] for c in listed] == [c.id for c in saved.cells]
@@ -122,15 +125,58 @@ def test_cells_hello_and_a_kernel_restart_in_jupyterlab(lab, page, results):
     assert listed[2]["metadata"] == {"format": "text/plain"} and listed[4]["metadata"] == {"tags": ["note"]}
     assert "outputs" not in listed[0]
 
-    # A restart keeps the page's kernel connection and its comm target; the new kernel connects anew.
-    (session,) = [s for s in json.loads(lab._api("GET", "/api/sessions")) if s["path"] == "six.ipynb"]
-    lab._api("POST", f"/api/kernels/{session['kernel']['id']}/restart")
+
+
+def _idle(page) -> None:
     page.locator(".jp-StatusBar-Widget", has_text="| Idle").first.wait_for(timeout=30_000)
-    again = driver.run("""
+
+
+def test_a_reload_a_kernel_change_and_a_restart_keep_the_bridge(lab, page, results):
+    _notebook(lab.root_dir / "lives.ipynb", [_code("n = 1"), _driver()])
+    open_notebook(page, lab, "lives.ipynb")
+    driver = Driver(page, results)
+    pid = driver.run("""
+        import os
         fe = await frontend.connect()
-        result = [fe.app, len(await fe.cells())]
+        result = os.getpid()
     """)
-    assert again == ["JupyterLab", 6]
+
+    # A reloaded page takes over the comm the kernel opened to the page before, at once.
+    page.reload()
+    _idle(page)
+    same, cells, seconds = driver.run("""
+        import time
+        t = time.perf_counter()
+        again = await frontend.connect()
+        result = [again is fe, len(await again.cells()), time.perf_counter() - t]
+    """)
+    assert same and cells == 2 and seconds < 2
+
+    # Another kernel for the notebook (Kernel > Change Kernel...): a new connection, served too.
+    page.get_by_role("menuitem", name="Kernel").click()
+    page.get_by_text("Change Kernel…").click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.locator("select").select_option(label="Python 3 (ipykernel)")
+    dialog.get_by_role("button", name="Select").click()
+    _wait(lambda: page.locator(".jp-Dialog").count() == 0, "the dialog closed")
+    _idle(page)
+    changed = driver.run("""
+        import os
+        fe = await frontend.connect()
+        result = [os.getpid(), fe.path, len(await fe.cells())]
+    """)
+    assert changed[0] != pid and changed[1:] == ["lives.ipynb", 2]
+
+    # A restart keeps the page's kernel connection and its comm target; the new kernel connects anew.
+    (session,) = [s for s in json.loads(lab._api("GET", "/api/sessions")) if s["path"] == "lives.ipynb"]
+    lab._api("POST", f"/api/kernels/{session['kernel']['id']}/restart")
+    _idle(page)
+    restarted = driver.run("""
+        import os
+        fe = await frontend.connect()
+        result = [os.getpid(), fe.app, len(await fe.cells())]
+    """)
+    assert restarted[0] not in (pid, changed[0]) and restarted[1:] == ["JupyterLab", 2]
 
 
 def test_edits_show_in_the_page_one_undo_restores_and_the_file_keeps_them(lab, page, results):
@@ -257,7 +303,7 @@ def test_two_notebooks_open_at_once_each_change_only_themselves(lab, page, resul
     visible = lambda: page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")  # noqa: E731
     _wait(lambda: "right.ipynb" in (page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current").inner_text()),
           "right.ipynb opened")
-    page.locator(".jp-StatusBar-Widget", has_text="| Idle").first.wait_for(timeout=30_000)
+    _idle(page)
     body = """
         fe = await frontend.connect()
         first = (await fe.cells())[0]["id"]

@@ -74,8 +74,8 @@ def test_answers_reach_the_request_that_asked():
 
     fe, comm, got = asyncio.run(main())
     assert got[0] == [{"id": "a", "source": "x"}] and got[1:] == [f"new-{i}" for i in range(5)]
-    assert comm.sent[1] == {"id": 2, "op": "insert_cell", "after_id": "a", "cell_type": "code", "source": "0",
-                            "metadata": {}}
+    assert comm.sent[1] == {"id": 2, "op": "insert_cell", "target": "bettong_nb.notebook", "after_id": "a",
+                            "cell_type": "code", "source": "0", "metadata": {}}
     assert fe._pending == {}
 
 
@@ -131,3 +131,13 @@ def test_a_closed_comm_fails_the_waiting_requests_at_once():
 def test_outside_a_kernel_there_is_no_frontend_and_no_cell():
     assert asyncio.run(frontend.connect()) is None
     assert frontend.current_cell_id() is None
+
+
+def test_importing_the_bridge_loads_no_comm_machinery():
+    import subprocess
+    import sys
+
+    code = ("import sys, bettong_nb.notebook.frontend; "
+            "print(sorted(m for m in ('comm', 'ipykernel', 'IPython', 'ipywidgets') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

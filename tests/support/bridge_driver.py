@@ -56,6 +56,10 @@ class Driver:
         return self.scope.locator(".jp-Notebook .jp-CodeCell").filter(
             has=self.page.locator(".cm-content", has_text=MARK))
 
+    def _not_started(self) -> bool:
+        prompt = self.cell().first.locator(".jp-InputPrompt").inner_text(timeout=5_000)
+        return "*" not in prompt and not any(c.isdigit() for c in prompt)
+
     def run(self, body: str, timeout: float = 30.0) -> Any:
         n = next(_runs)
         path, tmp = self.results / f"{n}.json", self.results / f"{n}.tmp"
@@ -68,11 +72,20 @@ class Driver:
         self.page.keyboard.insert_text(code)
         self.page.keyboard.press("Control+Enter")
         deadline = time.monotonic() + timeout
+        pressed = time.monotonic()
         while not path.exists():
+            if time.monotonic() - pressed > 3 and self._not_started():
+                # A page whose kernel is still connecting drops the run (the prompt stays "[ ]",
+                # never "[*]"): ask again.
+                editor.click()
+                self.page.keyboard.press("Control+Enter")
+                pressed = time.monotonic()
             if time.monotonic() > deadline:
                 shown = self.cell().first.inner_text(timeout=5_000) if self.cell().count() else "(no driver cell)"
+                shot = self.results / f"{n}.png"
+                self.page.screenshot(path=str(shot))
                 raise DriverError(f"the driver cell did not finish within {timeout:g} s:\n{body}\n"
-                                  f"The page shows:\n{shown}")
+                                  f"The driver cell shows ({shot} is the page):\n{shown}")
             time.sleep(0.05)
         out = json.loads(path.read_text())
         if "error" in out:
