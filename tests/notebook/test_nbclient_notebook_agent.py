@@ -95,3 +95,17 @@ def test_run_in_kernel_runs_a_cell_as_the_person_would_and_keeps_its_outputs(tmp
                         "execution_count": count} and isinstance(count, int) and answer == 42
     assert [o["output_type"] for o in failed] == ["error"] and failed[0]["ename"] == "ZeroDivisionError"
     assert len(nb.cells[0].outputs) == 1  # nothing of the inner runs reached the running cell
+
+
+def test_agent_history_reads_the_notebooks_own_file(tmp_path):
+    entry = {"action": "edit", "cell": "load", "model": "m-1", "session": "s", "turn": 2, "prompt_cell": "agent",
+             "decided_by": "you", "time": "2026-12-02T06:00:00+00:00", "diff_sha256": "e" * 64}
+    cells = [nbformat.v4.new_code_cell("%load_ext bettong_nb"),
+             nbformat.v4.new_code_cell("x = 1", metadata={"bettong_nb": [entry]}),
+             nbformat.v4.new_code_cell("h = %agent history\nprint(h[['action', 'cell', 'model', 'decided_by']]"
+                                       ".to_dict('records'))")]
+    cells[1].id = "load"
+    path = tmp_path / "hist.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    nb = run_notebook(nbformat.read(path, as_version=4), tmp_path, env={**os.environ, "JPY_SESSION_NAME": "hist.ipynb"})
+    assert stdout(nb.cells[2]).strip() == "[{'action': 'edit', 'cell': 'load', 'model': 'm-1', 'decided_by': 'you'}]"
