@@ -6,7 +6,7 @@ rejects, and runs cells a person allows: ``capabilities.notebook()``.
     caps.notebook(path="analysis.ipynb")     # a saved file, read-only (a script, a batch)
 
 In a notebook (``%%agent --notebook``, or any agent after ``%load_ext bettong_nb``) the live
-notebook is what ``%load_ext`` installed with :func:`install`: bettong_nb's JupyterLab /
+notebook is what ``%load_ext`` put in the core's ``open_notebook`` hook: bettong_nb's JupyterLab /
 Notebook 7 extension shows every proposal as a diff with Accept and Reject, and nothing changes
 before Accept. Without it (VS Code, Colab, nbclient, a script) the tools read the saved file when
 one is known and say it may be stale; every change is refused.
@@ -23,17 +23,17 @@ import base64
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Protocol
 
-from ..core import approvals
+from ..core import approvals, hooks
 from ..core.approvals import Deny, Denied, requires_person
 from ..core.capability import Tool, ToolOutput
 from ..core.images import Image, ImageError
 from ..safety.secrets import REDACTED
 from ..safety.sanitize import terminal_text
 
-__all__ = ["notebook", "NotebookCells", "Notebook", "SavedNotebook", "Change", "Decision", "install",
-           "read_saved", "MAX_SOURCE"]
+__all__ = ["notebook", "NotebookCells", "Notebook", "SavedNotebook", "Change", "Decision", "read_saved",
+           "MAX_SOURCE"]
 
 EXCERPT = 160  # characters of a cell's source in list_cells
 MAX_SOURCE = 100_000  # characters a proposed cell may hold
@@ -66,7 +66,8 @@ class Decision:
 
 
 class Notebook(Protocol):
-    """What the capability needs of a notebook; the notebook layer installs the live one."""
+    """What the capability needs of a notebook; the notebook layer provides the live one
+    (``hooks.provide(open_notebook=...)``: an async function returning one)."""
 
     mode: str  # one line: where the cells come from, and whether changes and runs are possible
 
@@ -77,16 +78,6 @@ class Notebook(Protocol):
     async def propose(self, change: Change) -> Decision: ...  # a person's decision, applied when accepted
 
     async def run(self, cell_id: str, source: str) -> list[dict]: ...  # the cell's outputs, shown on it
-
-
-_opener: list[Callable[[], Awaitable[Notebook]] | None] = [None]
-
-
-def install(opener: Callable[[], Awaitable[Notebook]] | None) -> Callable | None:
-    """Make ``opener`` (async, returns a :class:`Notebook`) the live notebook; None: none.
-    Returns the previous one. ``%load_ext bettong_nb`` installs the notebook layer's."""
-    previous, _opener[0] = _opener[0], opener
-    return previous
 
 
 def read_saved(path: str | os.PathLike) -> list[dict]:
@@ -224,11 +215,10 @@ class NotebookCells:
     async def _notebook(self) -> Notebook:
         if self.path is not None:
             return SavedNotebook(self.path, why="this capability reads a saved file")
-        opener = _opener[0]
-        if opener is None:
+        if not hooks.provided("open_notebook"):
             raise ValueError("no notebook here: use it in a notebook after %load_ext bettong_nb, or give the "
                              "saved file: capabilities.notebook(path='analysis.ipynb')")
-        return await opener()
+        return await hooks.call("open_notebook")
 
     async def _cell(self, book: Notebook, cell_id: str) -> tuple[int, dict, list[dict]]:
         if not isinstance(cell_id, str) or not cell_id:

@@ -43,15 +43,20 @@ def _awaiting(magics: AgentMagics) -> Callable[[list[str]], list[str]]:
     return transform
 
 
+async def _open_notebook() -> Any:
+    """The notebook capability's live notebook; its modules load at the first call, not at %load_ext."""
+    from .cells import open_notebook
+
+    return await open_notebook()
+
+
 def load_ipython_extension(ipython: Any) -> None:
     from ..batches import local as batch
-    from ..capabilities.notebook import install as install_notebook
-    from ..core import _sync, approvals
+    from ..core import _sync, approvals, hooks
     from ..core.results import RunResult
     from ..core.session import Session
     from ..records.terminal import result_text
     from . import interrupts
-    from .cells import open_notebook
     from .display import batch_html, batch_text, result_html, session_html
     from .progress import WidgetProgress
 
@@ -68,15 +73,14 @@ def load_ipython_extension(ipython: Any) -> None:
     formatters["text/plain"].for_type(batch.Batch, lambda results, printer, cycle: printer.text(batch_text(results)))
     formatters["text/html"].for_type(batch.Batch, batch_html)
     approvals.install_person(magics.runner.ask_person)
-    install_notebook(open_notebook)  # the notebook capability's live notebook
+    hooks.provide(open_notebook=_open_notebook)  # the notebook capability's live notebook
     batch.install_progress(WidgetProgress)
     _sync.install_runner(interrupts.cell_runner)  # Stop ends `await agent.arun(...)` in a cell too
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     from ..batches import local as batch
-    from ..capabilities.notebook import install as install_notebook
-    from ..core import _sync, approvals
+    from ..core import _sync, approvals, hooks
     from ..core.results import RunResult
     from ..core.session import Session
     from . import interrupts
@@ -97,6 +101,6 @@ def unload_ipython_extension(ipython: Any) -> None:
                        ("text/plain", batch.Batch), ("text/html", batch.Batch)):
         formatters[mime].pop(kind, None)
     approvals.install_person(None)
-    install_notebook(None)
+    hooks.provide(open_notebook=None)
     batch.install_progress(None)
     _sync.install_runner(None)

@@ -16,6 +16,7 @@ import pytest
 import bettong_nb
 from bettong_nb import capabilities as caps
 from bettong_nb.capabilities.notebook import Change, Decision
+from bettong_nb.core import hooks
 from bettong_nb.providers.scripted import Scripted
 
 nbcap = importlib.import_module("bettong_nb.capabilities.notebook")  # the package's `notebook` is the function
@@ -96,7 +97,7 @@ def test_read_only_unless_asked():
 
 
 def test_without_a_notebook_the_tool_says_how_to_give_one():
-    nbcap.install(None)
+    hooks.provide(open_notebook=None)
     model = Scripted([[("list_cells", {})], "done"])
     result = bettong_nb.agent(provider=model, capabilities=[caps.notebook()]).run("look")
     assert "no notebook here" in result.tool_calls[0].result and "path=" in result.tool_calls[0].result
@@ -141,12 +142,12 @@ def book(tmp_path):
         async def opener():
             return book
 
-        nbcap.install(opener)
+        hooks.provide(open_notebook=opener)
         made.append(book)
         return book
 
     yield install
-    nbcap.install(None)
+    hooks.provide(open_notebook=None)
 
 
 def _a_person_at_the_terminal(monkeypatch, answers="y\n" * 5):
