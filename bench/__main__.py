@@ -18,9 +18,11 @@ from .common import table
 # module -> keyword arguments of its measure() for a full and a quick run
 SUITES = {
     "bench.bench_loop": ({"repeat": 200}, {"repeat": 50}),
+    "bench.bench_tracing": ({"repeat": 200}, {"repeat": 50}),
     "bench.bench_parallel": ({"repeat": 10}, {"repeat": 3}),
     "bench.bench_import": ({"repeat": 15}, {"repeat": 5}),
     "bench.bench_redact": ({"repeat": 30}, {"repeat": 10}),
+    "bench.bench_sanitize": ({"repeat": 30}, {"repeat": 10}),
     "bench.bench_shell": ({"repeat": 50}, {"repeat": 15}),
     "bench.bench_stream": ({"repeat": 200}, {"repeat": 50}),
     "bench.bench_edn": ({"repeat": 7}, {"repeat": 3}),

@@ -9,6 +9,7 @@ no token shapes), measured in the same run.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import random
@@ -17,7 +18,8 @@ import string
 from typing import Callable
 from urllib.parse import quote
 
-from bettong_nb import secrets
+from bettong_nb import capabilities, secrets
+from bettong_nb.core.capability import invoke, registry
 
 from .common import row, sample
 
@@ -131,7 +133,18 @@ def measure(repeat: int = 30) -> list[dict]:
         row("W5 redact 1 MB holding 50 secret values", wall, cpu, floor=floor_wall, target=TARGET_MS,
             target_kind="ms"),
         row("W5 redact a 2 KB tool result", small_wall, small_cpu, target=1.0, target_kind="ms"),
+        row("W5 describe a variable beside 40,000 records holding passwords", *_huge_namespace(repeat),
+            target=1000, target_kind="ms"),
     ]
+
+
+def _huge_namespace(repeat: int) -> tuple[list[float], list[float]]:
+    """``describe_variable`` in a namespace of 200 lists of 200 dicts with a password each: the walk
+    for the namespace's known secrets is bounded."""
+    ns = {f"v{i}": [{"password": f"pw-{i}-{j}-long-enough", "n": j} for j in range(200)] for i in range(200)}
+    ns["target"] = "ordinary"
+    tools = registry([capabilities.namespace(ns)])
+    return sample(lambda: asyncio.run(invoke(tools, "describe_variable", {"name": "target"})), repeat)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ The folders are the layers, bottom up; each imports only from those below it
 - ``presets``: the ready-made agents (``deepseek()``, ``offline()``...);
 - ``notebook/`` and ``cli``: magics, widgets, displays, the terminal;
 - this front door, which fills the core's hooks (``core/hooks.py``): what the core offers but
-  records and batches do (``Session.save``, ``RunResult.export``, ``Agent.map``).
+  records and batches do (``Session.save``, ``RunResult.export``, ``Agent.map``), and installs
+  the events' observer: OpenTelemetry spans (``records/tracing.py``) when a tracer provider is set.
 """
 
 import importlib
@@ -50,7 +51,7 @@ __all__ = [
     "Capability", "Tool", "ToolOutput", "tool", "Image", "Provider", "ProviderError", "Request", "Response",
     "UserError", "OptionError", "ServiceError",
     "agent", "deepseek", "openai", "anthropic", "ollama", "offline", "approve_all", "ask_in_terminal",
-    "capability", "capabilities", "events", "secrets", "usage", "providers", "edn", "batch_usage",
+    "capability", "capabilities", "events", "secrets", "usage", "providers", "edn", "batch_usage", "course_usage",
     "load_ipython_extension", "unload_ipython_extension", "notebook_history",
 ]
 
@@ -74,6 +75,19 @@ hooks.provide(save=_when_called(".records.saving", "save"), export=_when_called(
               map_frame=_when_called(".batches.local", "map_frame"),
               dask_map_frame=_when_called(".batches.distributed", "map_frame"))
 
+
+
+def _tracing():
+    """The tracing observer, asked at each run: spans only once OpenTelemetry is loaded (whoever
+    set a tracer provider imported it), so without it nothing is imported and nothing runs."""
+    if "opentelemetry.trace" not in sys.modules:
+        return None
+    tracing = sys.modules.get(f"{__name__}.records.tracing") or importlib.import_module(".records.tracing", __name__)
+    return tracing.observer()
+
+
+events.observe(_tracing)
+
 _LAZY = {"capabilities": ".capabilities", "providers": ".providers", "edn": ".edn", "notebook": ".notebook"}
 
 
@@ -85,6 +99,8 @@ def __getattr__(name: str):
         return importlib.import_module(".records.saving", __name__).load_session
     if name == "notebook_history":  # which cells agents changed in a saved notebook (pandas loads only then)
         return importlib.import_module(".notebook.history", __name__).notebook_history
+    if name == "course_usage":
+        return importlib.import_module(".records.course", __name__).course_usage
     if name == "batch_usage":  # a batch's usage frame, a Dask one's included (dask loads only then)
         return importlib.import_module(".batches.distributed", __name__).batch_usage
     raise AttributeError(f"module 'bettong_nb' has no attribute {name!r}")

@@ -164,10 +164,16 @@ def test_quickstart(executed):
     assert "Session · 2 turns" in transcript and "You · turn 2" in transcript and "<details" in transcript
 
     usage = _rows(_data(_cell(nb, "usage = chat.usage_frame()"), "text/plain")[0])
-    assert usage[0] == ["turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
+    assert usage[0] == ["turn", "step", "cell", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
                         "cost_total", "price_source"]
-    assert [row[1:4] for row in usage[1:]] == [["1", "1", "hand-written"], ["1", "2", "hand-written"],
-                                                ["2", "1", "hand-written"]]
+    assert [row[1:3] + row[4:5] for row in usage[1:]] == [["1", "1", "hand-written"], ["1", "2", "hand-written"],
+                                                          ["2", "1", "hand-written"]]
+    assert all(row[3].startswith("In[") for row in usage[1:])  # nbclient sends no cell id: In[n]
+
+    # The offline demo model ran the same tool with no key and no cassette, and said what it is.
+    demo = _stdout(_cell(nb, "demo = bettong_nb.offline"))
+    assert demo.startswith("`get_weather(city='Hobart')` returned:\n```\nlight rain, 12 °C\n```")
+    assert "offline demo model" in demo
 
     tiny = _stdout(_cell(nb, "tiny_model = ")).splitlines()
     assert tiny[0] == "{'city': 'Hobart'} -> light rain, 12 °C"  # what the real model asked for
@@ -296,12 +302,23 @@ def test_sql_exploration(executed):
     assert [row[0] for row in check[1:-1]] == list(growth.sort_values(ascending=False).index)
 
     usage = _rows(_data(_cell(nb, "usage = chat.usage_frame()"), "text/plain")[0])
-    assert usage[0][:4] == ["turn", "step", "model", "prompt_tokens"] and usage[0][-2:] == ["cost_total",
+    assert usage[0][:5] == ["turn", "step", "cell", "model", "prompt_tokens"] and usage[0][-2:] == ["cost_total",
                                                                                           "price_source"]
     assert [row[1:3] for row in usage[1:]] == [["1", "1"], ["1", "2"], ["1", "3"], ["2", "1"], ["2", "2"]]
     assert all(float(row[-2]) > 0 and row[-1] == "given" for row in usage[1:])
     total = _stdout(_cell(nb, 'print(f"{len(usage)} requests'))
     assert re.fullmatch(r"5 requests, [\d,]+ prompt tokens, \$0\.\d{4} in all\n", total), total
+
+    # The offline demo model, no cassette: its SQL ran on the real files; pandas agrees with the frame.
+    demo = _cell(nb, "demo = bettong_nb.offline")
+    assert "query_data(sql=&quot;SELECT channel, count(*) AS n FROM" in _data(demo, "text/html")[0]
+    assert ("SELECT channel, count(*) AS n FROM 'sales/2024.parquet' WHERE year(order_date) = 2024 "
+            "GROUP BY channel") in _data(demo, "text/plain")[0]
+    sales = pd.read_parquet(NOTEBOOKS / "shop" / "sales" / "2024.parquet")
+    counts = sales[pd.to_datetime(sales["order_date"]).dt.year == 2024]["channel"].value_counts()
+    frame = _rows(_data(_cell(nb, "orders.frames()[-1]"), "text/plain")[0])
+    assert frame[0] == ["channel", "n"]
+    assert [(row[1], int(row[2])) for row in frame[1:]] == list(counts.items())
 
 
 def _cassette(stem: str) -> list[str]:
@@ -312,8 +329,16 @@ def test_committed_notebooks_carry_no_outputs_and_say_where_their_answers_come_f
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == list(NAMES)
     used = set()
     for name in NAMES:
-        nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+        text = (NOTEBOOKS / f"{name}.ipynb").read_text(encoding="utf-8")
+        nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)
+        # Stored as JupyterLab writes them, so opening one marks nothing unsaved (the browser test,
+        # tests/notebook/test_browser_demo_format.py, opens and saves each in a real JupyterLab).
+        assert text == nbformat.writes(nb) + "\n" and nb.nbformat_minor == 5, name
+        assert all(cell.get("id") for cell in nb.cells), name
+        assert nb.metadata.kernelspec == {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                          "name": "python3"}, name
+        assert {"codemirror_mode", "pygments_lexer", "version"} <= set(nb.metadata.language_info), name
         for cell in nb.cells:
             if cell.cell_type == "code":
                 assert cell.outputs == [] and cell.execution_count is None, (name, cell.source[:40])

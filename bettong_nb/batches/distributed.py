@@ -25,6 +25,10 @@ answer (its budget was spent, it failed). With ``resume=`` a directory every wor
 each answered row is written to ``part-<n>.jsonl`` as it finishes; a partition run again (Dask
 retries one whose worker died; you compute again) skips those rows, so none is billed twice.
 
+With tracing on (:mod:`bettong_nb.records.tracing`), each partition is a span on its worker that
+continues the batch's trace: the W3C trace context travels in the task, and the worker exports
+its spans with the tracer provider configured there (``client.register_plugin`` or ``client.run``).
+
 The agent travels to the workers pickled as its settings, never its key (see
 :mod:`bettong_nb.portable`): the workers read the key from their own environment. dask is
 imported only here, and only when a Dask frame is given.
@@ -44,7 +48,7 @@ import time
 import uuid
 from typing import Any, AsyncIterator, Mapping
 
-from ..core import budget
+from ..core import budget, events
 from ..http import client as http
 from ..core._sync import run_sync
 from .local import PromptTemplate, amap, check_columns, fill_answers
@@ -80,6 +84,7 @@ class _Plan:
     prices: Mapping[str, float] | None
     resume: str | None
     output_type: Any = None  # the answer's type: one typed column per field (bettong_nb.structured)
+    trace: Mapping[str, str] | None = None  # the batch's trace context (W3C), continued on the workers
 
     def __dask_tokenize__(self) -> str:
         return self.batch
@@ -131,6 +136,10 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
                  service=getattr(getattr(provider, "transport", None), "service", None), slots=max_concurrency,
                  token_budget=token_budget, cost_budget=cost_budget, prices=options.prices,
                  resume=None if resume is None else os.path.abspath(os.fspath(resume)), output_type=output_type)
+    # The batch's span marks where it was built; each partition's span continues its trace on the
+    # worker that runs it (the frame is lazy: the work happens at compute, in other processes).
+    with events.scope("batch", partitions=frame.npartitions, dask=True):
+        plan = dataclasses.replace(plan, trace=events.carrier())
     if plan.resume is not None:
         os.makedirs(plan.resume, exist_ok=True)
     meta = _filled(frame._meta, [], plan)
@@ -523,8 +532,10 @@ def _run_partition(part: Any, plan: _Plan, partition_info: Mapping[str, Any] | N
     runner = _Rows(agent, shared.worker, done, plan.output_type)
     todo = [_Row(text, item) for item, text in enumerate(prompts) if item not in rows]
     try:
-        with http.gated(shared), budget.sharing(shared.budget):
-            results = run_sync(amap(runner, todo, concurrency=plan.concurrency, progress=False, **plan.overrides))
+        with http.gated(shared), events.scope("batch.partition", parent=plan.trace, index=number,
+                                              worker=shared.worker):
+            results = run_sync(amap(runner, todo, concurrency=plan.concurrency, progress=False,
+                                    budgets=[shared.budget] if shared.budget is not None else [], **plan.overrides))
     finally:
         shared.leaving()
         agent.close()

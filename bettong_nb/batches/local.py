@@ -20,9 +20,9 @@ import math
 import string
 import sys
 import time
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
-from ..core import budget, images, usage
+from ..core import budget, events, images, usage
 from ..core._sync import awaited, run_sync
 from ..core.results import Ledger, RunResult
 from ..core.usage import duration_text
@@ -178,19 +178,23 @@ def map_prompts(agent: Any, prompts: Iterable[str], *, progress: bool = True, **
 
 
 async def amap(agent: Any, prompts: Iterable[str], *, concurrency: int = 8, progress: bool | Progress = True,
-               token_budget: int | None = None, cost_budget: float | None = None, **overrides: Any) -> Batch:
-    """Run every prompt as its own run, at most ``concurrency`` at a time; results in input order."""
+               token_budget: int | None = None, cost_budget: float | None = None,
+               budgets: Sequence[budget.Budget] = (), **overrides: Any) -> Batch:
+    """Run every prompt as its own run, at most ``concurrency`` at a time; results in input order.
+    ``token_budget``/``cost_budget`` cover the whole batch, beside ``budgets`` shared from outside
+    it (a Dask batch's, across its partitions)."""
     prompts = list(prompts)
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    return await awaited(_amap(agent, prompts, concurrency, progress, token_budget, cost_budget, overrides))
+    return await awaited(_amap(agent, prompts, concurrency, progress, token_budget, cost_budget, tuple(budgets),
+                               overrides))
 
 
 async def _amap(agent: Any, prompts: list, concurrency: int, progress: bool | Progress, token_budget: int | None,
-                cost_budget: float | None, overrides: dict[str, Any]) -> Batch:
+                cost_budget: float | None, budgets: tuple[budget.Budget, ...], overrides: dict[str, Any]) -> Batch:
     prices = _prices(agent, overrides)
-    shared = budget.Budget("batch", token_budget, cost_budget, prices) \
-        if token_budget is not None or cost_budget is not None else None
+    if token_budget is not None or cost_budget is not None:
+        budgets += (budget.Budget("batch", token_budget, cost_budget, prices),)
     results: Batch = Batch([None] * len(prompts))
     results.prices = prices
     bar = _bar(agent, len(prompts), progress, overrides)
@@ -199,7 +203,8 @@ async def _amap(agent: Any, prompts: list, concurrency: int, progress: bool | Pr
     async def worker() -> None:
         for index, prompt in queue:  # one shared iterator: a cancelled batch launches nothing more
             try:
-                results[index] = await agent.arun(prompt, **overrides)
+                with events.scope("batch.item", index=index):  # the item's run is its child
+                    results[index] = await agent.arun(prompt, budgets=budgets, **overrides)
             except asyncio.CancelledError as exc:
                 results[index] = _failed(exc, prompt)
                 bar.update(results[index])
@@ -208,16 +213,16 @@ async def _amap(agent: Any, prompts: list, concurrency: int, progress: bool | Pr
                 results[index] = _failed(exc, prompt)
             bar.update(results[index])
 
-    with budget.sharing(shared):
+    with events.scope("batch", items=len(prompts)):  # the workers start inside it: their items are its children
         workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(prompts)))]
-    try:
-        await asyncio.gather(*workers)
-    except asyncio.CancelledError:
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        if (task := asyncio.current_task()) is not None:
-            task.uncancel()  # the batch returns what finished rather than losing it
+        try:
+            await asyncio.gather(*workers)
+        except asyncio.CancelledError:
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            if (task := asyncio.current_task()) is not None:
+                task.uncancel()  # the batch returns what finished rather than losing it
     for index, prompt in enumerate(prompts):
         if results[index] is None:
             results[index] = _failed(asyncio.CancelledError("not started: the batch was cancelled"), prompt)

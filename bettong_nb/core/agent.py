@@ -16,16 +16,16 @@ import asyncio
 import copy
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 from urllib.parse import urlsplit
 
 from ..safety import secrets
-from . import approvals, budget, events, hooks, images, structured, usage
+from . import approvals, budget, events, hooks, images, kernel, structured, usage
 from . import capability as cap
 from ._sync import awaited, run_sync
 from ..errors import ServiceError
 from .images import Prompt
-from .options import PROVIDER_OPTIONS, Options
+from .options import PROVIDER_OPTIONS, Options, takes_options
 from .provider import CallableProvider, Provider, Request, Response, SystemBlock, checked
 from .results import RunResult, ToolCall
 from ..safety.sanitize import clean, clean_text
@@ -102,6 +102,7 @@ class _Run:
     spent: usage.Usage = usage.ZERO
     redactions: int = 0
     stopped: str | None = None  # why a person stopped the run
+    cell: str | None = None  # the notebook cell the run started from
     corrections: int = 0  # answers sent back for not matching the output type
     images: int = -1  # the images the history carries, counted as it grows (see carried())
 
@@ -141,13 +142,15 @@ class _Run:
 
     async def approval(self, request: approvals.ApprovalRequest) -> approvals.Verdict:
         if self.stopped is not None:  # Stop denies the rest of the round without asking again
+            self.listener(events.ApprovalDecided(request.call_id, request.tool, False, self.stopped, "stop"))
             return approvals.Deny(self.stopped, stop=True)
         if self.options.approve_fn is None:
             return approvals.Allow()
         self.listener(events.ApprovalRequested(request.call_id, request.tool, request.capability, request.args))
         verdict = self.scrubbed(await approvals.decide(self.options.approve_fn, request))
         self.listener(events.ApprovalDecided(request.call_id, request.tool, bool(verdict),
-                                             getattr(verdict, "reason", None)))
+                                             getattr(verdict, "reason", None),
+                                             "person" if getattr(verdict, "person", False) else "approve_fn"))
         return verdict
 
     def scrubbed(self, verdict: approvals.Verdict) -> approvals.Verdict:
@@ -184,7 +187,7 @@ class _Run:
         args, error = cap.arguments(block.get("input"))
         entry = self.toolbox.registry.get(name)
         call = ToolCall(name, entry.capability if entry else None, block.get("input") if args is None else args,
-                        id=block["id"], step=self.steps)
+                        id=block["id"], step=self.steps, cell=self.cell)
         self.calls.append(call)
         self.listener(events.ToolCallStarted(call))
         if error is not None:
@@ -246,12 +249,18 @@ class _Pending:
         return self.error is None and bool(self.verdict)
 
 
-async def execute(provider: Provider, options: Options, prompt: Prompt, *,
-                  toolbox: Toolbox | None = None) -> RunResult:
+def _unheard(event: events.Event) -> None:
+    """The listener of a run nobody listens to."""
+
+
+async def execute(provider: Provider, options: Options, prompt: Prompt, *, toolbox: Toolbox | None = None,
+                  budgets: Sequence[budget.Budget] = (), conversation: Any = None) -> RunResult:
     """Run one prompt to an answer. ``options.messages`` is a prior transcript to continue; its
     system prompt is kept as it is, so the provider's cached prefix survives. The prompt's
     images are converted and bounded here, before any request (an error for one that cannot go).
-    ``toolbox``: the one ``options`` make, when the caller kept it from an earlier run."""
+    ``toolbox``: the one ``options`` make, when the caller kept it from an earlier run;
+    ``budgets``: the session's and batch's, which this run shares with others; ``conversation``:
+    what "allow always" lasts for (a Session), else this run alone."""
     # Text that cannot be encoded (a lone surrogate) is mended as it enters the transcript, here
     # and below for answers and tool results, so no later request of a session fails on it.
     content = clean(images.prompt_content(prompt, max_side=options.image_max_side,
@@ -259,15 +268,17 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *,
     toolbox = toolbox or prepare(options)
     prior = list(options.messages)
     system = prior[0]["content"] if prior else toolbox.system
-    listener = options.on_event or (lambda event: None)
+    # An observer (tracing) listens beside the run's own listener, to the same events.
+    listener = events.observed(options.on_event or _unheard)
     # Beside credential-shaped values, what the provider and the capabilities hold is never shown,
     # nor written to disk later (a saved session, an exported run).
     secret_values = secrets.values_held_by([provider, *options.capabilities])
     secrets.hold(secret_values)
     run = _Run(options, toolbox, system, prior[1:] + [{"role": "user", "content": content}], listener,
-               secret_values, approvals.current_conversation())
+               secret_values, conversation)
     run.scope = run.scope if run.scope is not None else run
-    budgets = budget.active(options.token_budget, options.cost_budget, options.prices)
+    run.cell = kernel.current_cell()
+    budgets = budget.active(options.token_budget, options.cost_budget, options.prices, shared=budgets)
     fields = options.request_fields()
     shape = structured.Shape.of(options.output_type) if options.output_type is not None else None
     if shape is not None:
@@ -276,61 +287,79 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *,
     # Where the requests go: a price table's prices hold only at the provider's own API (pricing).
     host = urlsplit(str(getattr(provider, "base_url", None) or "")).hostname
     with events.listening(listener):
-        listener(events.RunStarted(toolbox.system, toolbox.tools))
-        while True:
-            if run.steps >= options.max_steps:
-                return run.result(None, False, stop_reason="max_steps", reason=f"hit max_steps ({options.max_steps})")
-            request = Request(messages=list(run.history), system=[SystemBlock(system, cache=True)],
-                              tools=toolbox.tools, **fields)
-            if budgets:
-                estimate = budget.estimate_tokens(system, request.messages, toolbox.tools, request.max_tokens)
-                if (why := next(filter(None, (b.refusal(estimate) for b in budgets)), None)) is not None:
-                    listener(events.BudgetExceeded(why))
-                    return run.result(None, False, stop_reason="budget", reason=why)
-            listener(events.ModelRequest(run.steps + 1, request.model))
-            sent_at, started = time.time(), time.perf_counter()
-            try:
-                response = checked(await (provider.stream(request, listener) if options.stream
-                                          else provider.complete(request)), provider_name or "the provider")
-            except ServiceError as err:  # whatever path made it, the message holds no secret
-                raise err.redact(run.secrets) from None
-            latency = time.perf_counter() - started
-            run.steps += 1
-            run.spent += response.usage
-            for b in budgets:
-                b.charge(response.usage)
-            run.records.append(usage.RequestRecord(1, run.steps, response.model or request.model, latency,
-                                                   response.usage, provider_name, sent_at,
-                                                   images=run.carried(), host=host, reported_cost=response.cost))
-            # The tool calls of a truncated (half-written) or refused answer are never run, so they
-            # are not kept either: a tool call without its result is never sent to a provider.
-            response.content = clean(response.content)
-            content = response.content if not (response.truncated() or response.refused()) else [
-                b for b in response.content if b["type"] != "tool_use"]
-            run.append({"role": "assistant", "content": content})
-            listener(events.AssistantMessage(run.steps, run.history[-1], response.usage, latency))
-            uses = [b for b in content if b["type"] == "tool_use"]
-            if not uses:
-                if shape is not None and not response.truncated():
-                    if (answered := run.structured_answer(shape, response)) is None:
-                        continue
-                    return answered
-                done = not response.truncated()
-                return run.result(response.text(), done, stop_reason=response.stop_reason,
-                                  reason=None if done else "the answer hit max_tokens",
-                                  stop_details=response.stop_details)
-            run.append({"role": "user", "content": await run.tool_calls(uses)})
-            if fields["tool_choice"] not in (None, "auto", "none"):
-                fields["tool_choice"] = "auto"  # a forced call ("required", a name) forces the first step only
-            if run.stopped is not None:
-                return run.result(None, False, stop_reason="stopped", reason=run.stopped)
+        listener(events.RunStarted(toolbox.system, toolbox.tools, provider_name, options.model, host, options.prices,
+                                   run.cell))
+        try:
+            result = await _steps(run, provider, provider_name, host, budgets, fields, shape)
+        except BaseException as error:
+            listener(events.RunFinished(error=error))
+            raise
+        listener(events.RunFinished(result))
+        return result
+
+
+async def _steps(run: _Run, provider: Provider, provider_name: str | None, host: str | None, budgets: list,
+                 fields: dict[str, Any], shape: structured.Shape | None) -> RunResult:
+    """Ask the model, run the tools it asks for, and again, until it answers or the run must stop."""
+    options, toolbox, system, listener = run.options, run.toolbox, run.system, run.listener
+    while True:
+        if run.steps >= options.max_steps:
+            return run.result(None, False, stop_reason="max_steps", reason=f"hit max_steps ({options.max_steps})")
+        request = Request(messages=list(run.history), system=[SystemBlock(system, cache=True)],
+                          tools=toolbox.tools, **fields)
+        if budgets:
+            estimate = budget.estimate_tokens(system, request.messages, toolbox.tools, request.max_tokens)
+            if (why := next(filter(None, (b.refusal(estimate) for b in budgets)), None)) is not None:
+                listener(events.BudgetExceeded(why))
+                return run.result(None, False, stop_reason="budget", reason=why)
+        listener(events.ModelRequest(run.steps + 1, request.model, request.messages))
+        sent_at, started = time.time(), time.perf_counter()
+        try:
+            response = checked(await (provider.stream(request, listener) if options.stream
+                                      else provider.complete(request)), provider_name or "the provider")
+        except ServiceError as err:  # whatever path made it, the message holds no secret
+            raise err.redact(run.secrets) from None
+        latency = time.perf_counter() - started
+        run.steps += 1
+        run.spent += response.usage
+        for b in budgets:
+            b.charge(response.usage)
+        record = usage.RequestRecord(1, run.steps, response.model or request.model, latency, response.usage,
+                                     provider_name, sent_at, images=run.carried(), host=host, cell=run.cell,
+                                     reported_cost=response.cost)
+        run.records.append(record)
+        # The tool calls of a truncated (half-written) or refused answer are never run, so they
+        # are not kept either: a tool call without its result is never sent to a provider.
+        response.content = clean(response.content)
+        content = response.content if not (response.truncated() or response.refused()) else [
+            b for b in response.content if b["type"] != "tool_use"]
+        run.append({"role": "assistant", "content": content})
+        listener(events.AssistantMessage(run.steps, run.history[-1], response.usage, latency, record,
+                                         response.stop_reason))
+        uses = [b for b in content if b["type"] == "tool_use"]
+        if not uses:
+            if shape is not None and not response.truncated():
+                if (answered := run.structured_answer(shape, response)) is None:
+                    continue
+                return answered
+            done = not response.truncated()
+            return run.result(response.text(), done, stop_reason=response.stop_reason,
+                              reason=None if done else "the answer hit max_tokens",
+                              stop_details=response.stop_details)
+        run.append({"role": "user", "content": await run.tool_calls(uses)})
+        if fields["tool_choice"] not in (None, "auto", "none"):
+            fields["tool_choice"] = "auto"  # a forced call ("required", a name) forces the first step only
+        if run.stopped is not None:
+            return run.result(None, False, stop_reason="stopped", reason=run.stopped)
 
 
 # --- agents -----------------------------------------------------------------------------------
 
 @runtime_checkable
 class Agent(Protocol):
-    """Anything that runs a prompt: agents and sessions both; write your own."""
+    """Anything that runs a prompt: agents and sessions both; write your own. A session passes
+    ``budgets=`` and ``conversation=`` and a batch ``budgets=`` (see :meth:`ModelAgent.arun`):
+    hand them on to the agent you wrap, or ignore them."""
 
     def run(self, prompt: Prompt, **overrides: Any) -> RunResult: ...
 
@@ -352,6 +381,7 @@ class ModelAgent:
     ``provider_factory(options)`` builds the provider from the options (deepseek(), openai()...
     pass theirs); without one, pass ``provider=``."""
 
+    @takes_options()
     def __init__(self, provider_factory: Callable[[Options], Provider] | None = None, **options: Any):
         self.options = Options.of(**options)
         if self.options.provider is not None and PROVIDER_OPTIONS & set(options):
@@ -390,9 +420,15 @@ class ModelAgent:
             return self._build_provider(options), options
         return self.provider, options
 
-    async def arun(self, prompt: Prompt, **overrides: Any) -> RunResult:
+    @takes_options(per_call=True)
+    async def arun(self, prompt: Prompt, *, budgets: Sequence[budget.Budget] = (), conversation: Any = None,
+                   **overrides: Any) -> RunResult:
+        """Run ``prompt``; any option given here holds for this run only. ``budgets`` (a session's,
+        a batch's) are shared with the other runs holding them; ``conversation`` is what "allow
+        always" lasts for (a Session passes itself)."""
         provider, options = self.resolve(overrides)
-        return await awaited(execute(provider, options, prompt, toolbox=self._toolbox(options)))
+        return await awaited(execute(provider, options, prompt, toolbox=self._toolbox(options), budgets=budgets,
+                                     conversation=conversation))
 
     def _toolbox(self, options: Options) -> Toolbox:
         """The toolbox of the last run when its inputs are the same (compared by value), else a
@@ -414,8 +450,11 @@ class ModelAgent:
         self._kept = None if frozen is None else (frozen, toolbox)
         return toolbox
 
-    def run(self, prompt: Prompt, **overrides: Any) -> RunResult:
-        return run_sync(self.arun(prompt, **overrides))
+    @takes_options(per_call=True)
+    def run(self, prompt: Prompt, *, budgets: Sequence[budget.Budget] = (), conversation: Any = None,
+            **overrides: Any) -> RunResult:
+        """:meth:`arun` from sync code (a notebook cell too)."""
+        return run_sync(self.arun(prompt, budgets=budgets, conversation=conversation, **overrides))
 
     def session(self, *, token_budget: int | None = None, cost_budget: float | None = None) -> "Session":
         """A conversation on this agent; the budgets, when given, cover all its turns."""
@@ -423,15 +462,18 @@ class ModelAgent:
 
         return Session(self, token_budget=token_budget, cost_budget=cost_budget)
 
+    @takes_options(per_call=True)
     async def amap(self, prompts: Iterable[str], *, concurrency: int = 8, progress: bool = True,
                    **overrides: Any) -> "Batch":
         """Run each prompt independently, ``concurrency`` at a time; RunResults in input order.
         ``token_budget``/``cost_budget`` here cover the whole batch. See :mod:`bettong_nb.batch`."""
         return await hooks.call("amap", self, prompts, concurrency=concurrency, progress=progress, **overrides)
 
+    @takes_options(per_call=True)
     def map(self, prompts: Iterable[str], *, concurrency: int = 8, progress: bool = True, **overrides: Any) -> "Batch":
         return hooks.call("map_prompts", self, prompts, concurrency=concurrency, progress=progress, **overrides)
 
+    @takes_options(per_call=True)
     def map_frame(self, frame: Any, *, prompt: str, output: str = "output", **options: Any):
         """Fill column ``output`` of a copy of ``frame`` from the template ``prompt`` over each row
         (``"Classify: {text}"``), or with ``output_type=T`` one typed column per field of T plus

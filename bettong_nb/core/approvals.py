@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterator, Mapping
 
 __all__ = ["ApprovalRequest", "Allow", "Deny", "Denied", "Verdict", "approve_all", "ask_in_terminal",
-           "decide", "verdict", "ask_a_person", "install_person", "person", "requires_person", "conversation",
-           "current_conversation", "approved", "denial_text", "current_person", "current_call"]
+           "decide", "verdict", "ask_a_person", "install_person", "person", "requires_person", "approved",
+           "denial_text", "current_person", "current_call"]
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,8 @@ async def _terminal_or_nobody(request: ApprovalRequest) -> Verdict:
 
 Person = Callable[[ApprovalRequest], Awaitable[Verdict]]
 _installed: list[Person] = [_terminal_or_nobody]
+# A context variable because no caller can pass it: requires_person's wrapper runs as a tool,
+# called with the model's arguments only, and asks whoever the cell put here.
 _current: contextvars.ContextVar[Person | None] = contextvars.ContextVar("bettong_person", default=None)
 
 
@@ -216,28 +218,10 @@ async def ask_a_person(request: ApprovalRequest) -> Verdict:
     return await decide(current_person(), request)
 
 
-# --- conversations ----------------------------------------------------------------------------
-
-_conversation: contextvars.ContextVar[Any] = contextvars.ContextVar("bettong_conversation", default=None)
-
-
-@contextlib.contextmanager
-def conversation(scope: Any) -> Iterator[None]:
-    """Runs inside this block belong to ``scope`` (a Session sets itself): "allow always" given
-    in one of them holds for the others, and for nothing else."""
-    token = _conversation.set(scope)
-    try:
-        yield
-    finally:
-        _conversation.reset(token)
-
-
-def current_conversation() -> Any:
-    return _conversation.get()
-
-
 # --- tools that need a person -----------------------------------------------------------------
 
+# A context variable because no caller can pass it: the tool wrapper is called with the model's
+# arguments only, yet must know how this very call was allowed.
 _call: contextvars.ContextVar[tuple[ApprovalRequest, Verdict] | None] = contextvars.ContextVar(
     "bettong_call", default=None)
 
@@ -252,13 +236,11 @@ def current_call() -> ApprovalRequest | None:
 @contextlib.contextmanager
 def approved(request: ApprovalRequest, given: Verdict) -> Iterator[None]:
     """The loop runs each allowed call inside this block, so a tool wrapper can see how the
-    call was allowed. What the tool runs is outside the conversation: a run it starts (another
-    agent, a sub-task) has its own "allow always"."""
-    token, outside = _call.set((request, given)), _conversation.set(None)
+    call was allowed."""
+    token = _call.set((request, given))
     try:
         yield
     finally:
-        _conversation.reset(outside)
         _call.reset(token)
 
 
@@ -283,7 +265,7 @@ def requires_person(tool: Any) -> Any:
                     "(an automatic yes does not count)")
                 answer = Deny(why, stop=isinstance(answer, Deny) and answer.stop)
             events.emit(events.ApprovalDecided(request.call_id, request.tool, bool(answer),
-                                               answer.reason if isinstance(answer, Deny) else None))
+                                               answer.reason if isinstance(answer, Deny) else None, "person"))
             if isinstance(answer, Deny):
                 raise Denied(answer)
         result = inner(**args)

@@ -11,16 +11,14 @@ with ``done=False``, the reason on the result, and a BudgetExceeded event.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import json
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Mapping, Sequence
 
 from ..errors import OptionError
 from .usage import ZERO, Usage, cost, money
 
-__all__ = ["Budget", "estimate_tokens", "sharing", "active"]
+__all__ = ["Budget", "estimate_tokens", "active"]
 
 
 @dataclass
@@ -67,21 +65,9 @@ def estimate_tokens(system: str, messages: list, tools: list, max_tokens: int | 
     return text // 4 + images.tokens(messages) + (max_tokens or 0)
 
 
-# Sessions and batches put their budget here for the runs they start: the loop consults every
-# budget in scope, so concurrent runs of one batch draw on one shared limit.
-_shared: contextvars.ContextVar[tuple[Budget, ...]] = contextvars.ContextVar("bettong_budgets", default=())
-
-
-@contextlib.contextmanager
-def sharing(budget: Budget | None) -> Iterator[None]:
-    token = _shared.set(_shared.get() + ((budget,) if budget is not None else ()))
-    try:
-        yield
-    finally:
-        _shared.reset(token)
-
-
-def active(token_budget: int | None, cost_budget: float | None, prices: Mapping[str, float] | None) -> list[Budget]:
-    """The run's own budget (when it has one) and every shared budget in scope."""
+def active(token_budget: int | None, cost_budget: float | None, prices: Mapping[str, float] | None, *,
+           shared: Sequence[Budget] = ()) -> list[Budget]:
+    """The run's own budget (when it has one) and the ``shared`` ones its session and batch hand
+    it: concurrent runs of one batch draw on one limit."""
     own = [Budget("run", token_budget, cost_budget, prices)] if token_budget is not None or cost_budget is not None else []
-    return own + list(_shared.get())
+    return own + list(shared)

@@ -7,13 +7,18 @@
     bettong_nb.deepseek(on_event=on_event)
 
 Every event has a ``kind`` string, handy for ``match`` and logs.
+
+The same stream feeds an observer when one is installed (:func:`observe`; the front door installs
+one that builds OpenTelemetry spans when a tracer provider is set, see
+:mod:`bettong_nb.records.tracing`): each run gets its own listener from it, beside yours.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager, Mapping, Protocol
 
 from ..safety.sanitize import clean_text
 
@@ -32,8 +37,14 @@ __all__ = [
     "Retry",
     "CacheWarning",
     "BudgetExceeded",
+    "RunFinished",
     "emit",
     "listening",
+    "Observer",
+    "observe",
+    "observed",
+    "scope",
+    "carrier",
 ]
 
 
@@ -52,19 +63,26 @@ class Event:
 @dataclass(frozen=True)
 class RunStarted(Event):
     """A run begins: the system prompt and tools its capabilities give (a session compares them
-    with what the provider has cached)."""
+    with what the provider has cached), who serves it (the provider's name, the model asked
+    for, the API host), the prices it is costed with and the notebook cell it runs from."""
 
     system: str
     tools: list
+    provider: str | None = None
+    model: str | None = None
+    host: str | None = None
+    prices: Mapping[str, Any] | None = None
+    cell: str | None = None
     kind = "run-started"
 
 
 @dataclass(frozen=True)
 class ModelRequest(Event):
-    """A request is about to go to the model."""
+    """A request is about to go to the model (``messages``: the transcript it sends)."""
 
     step: int
     model: str | None
+    messages: list | None = None
     kind = "model-request"
 
 
@@ -92,12 +110,16 @@ class ToolUseDelta(Event):
 
 @dataclass(frozen=True)
 class AssistantMessage(Event):
-    """A model response arrived (``usage`` is this one request's)."""
+    """A model response arrived (``usage`` is this one request's; ``request`` its
+    :class:`bettong_nb.usage.RequestRecord`, the model that answered included; ``stop_reason``
+    why the model stopped: end_turn, tool_use, max_tokens, refusal or the vendor's own)."""
 
     step: int
     message: dict
     usage: Any
     latency_s: float
+    request: Any = None
+    stop_reason: str | None = None
     kind = "assistant"
 
 
@@ -112,10 +134,14 @@ class ApprovalRequested(Event):
 
 @dataclass(frozen=True)
 class ApprovalDecided(Event):
+    """``by`` says who decided: ``person`` (a click or a keypress), ``approve_fn`` (a policy or
+    a hook) or ``stop`` (a person pressed Stop earlier in the round)."""
+
     call_id: str
     tool: str
     allowed: bool
     reason: str | None
+    by: str = "approve_fn"
     kind = "approval-decided"
 
 
@@ -203,8 +229,18 @@ class BudgetExceeded(Event):
     kind = "budget-exceeded"
 
 
-# The transport emits retries without knowing who listens: the loop installs its listener here
-# for the duration of a run, so every layer below reports into the same stream.
+@dataclass(frozen=True)
+class RunFinished(Event):
+    """A run ended: with its :class:`bettong_nb.RunResult`, or with ``error`` (what it raised:
+    a ServiceError, a cancellation)."""
+
+    result: Any = None
+    error: BaseException | None = None
+    kind = "run-finished"
+
+
+# A context variable because no caller can pass it: a tool (requires_person's wrapper) and the
+# transport inside a provider report into the run's listener, yet are called without it.
 _listener: contextvars.ContextVar[Callable[[Event], Any] | None] = contextvars.ContextVar(
     "bettong_listener", default=None
 )
@@ -234,3 +270,62 @@ class listening:
 
     def __exit__(self, *exc):
         _listener.reset(self._token)
+
+
+# --- observers ----------------------------------------------------------------------------------
+
+class Observer(Protocol):
+    """Watches every run of the process (tracing does): ``run()`` gives a listener for one run's
+    events; ``scope`` wraps work that holds runs (a batch, one item of it) and makes it their
+    parent; ``carrier()`` is where the current scope is, as text that travels to another process
+    (W3C trace context), which ``scope(..., parent=carrier)`` continues there."""
+
+    def run(self) -> Callable[[Event], Any]: ...
+
+    def scope(self, name: str, attributes: Mapping[str, Any], parent: Mapping[str, str] | None) -> ContextManager: ...
+
+    def carrier(self) -> dict[str, str]: ...
+
+
+# The front door installs a finder, asked at each run: an Observer while one is wanted (a tracer
+# provider is set), else None. Not asked at all until something is installed: no cost by default.
+_observer: list[Callable[[], Observer | None] | None] = [None]
+
+
+def observe(finder: Callable[[], Observer | None] | None) -> Callable[[], Observer | None] | None:
+    """Install ``finder`` (None: none), asked for the observer at each run; returns the previous."""
+    previous = _observer[0]
+    _observer[0] = finder
+    return previous
+
+
+def _current() -> Observer | None:
+    finder = _observer[0]
+    return None if finder is None else finder()
+
+
+def observed(listener: Callable[[Event], Any]) -> Callable[[Event], Any]:
+    """``listener``, and when an observer is there, its listener for this run before it."""
+    observer = _current()
+    if observer is None:
+        return listener
+    watch = observer.run()
+
+    def both(event: Event) -> None:
+        watch(event)
+        listener(event)
+
+    return both
+
+
+def scope(name: str, parent: Mapping[str, str] | None = None, **attributes: Any) -> ContextManager:
+    """Around work that holds runs (``with events.scope("batch", items=10):``): the observer's
+    scope, the parent of the runs inside; nothing without an observer."""
+    observer = _current()
+    return contextlib.nullcontext() if observer is None else observer.scope(name, attributes, parent)
+
+
+def carrier() -> dict[str, str] | None:
+    """Where the current scope is, for another process to continue it (None without an observer)."""
+    observer = _current()
+    return None if observer is None else observer.carrier()

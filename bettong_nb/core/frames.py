@@ -4,6 +4,7 @@
     session.usage_frame(prices={"input": 0.27, "output": 1.10, "cache_hit": 0.07})
     session.usage_frame().groupby("turn")[["prompt_tokens", "completion_tokens", "cost_total"]].sum()
     session.usage_frame(full=True)        # every column: cache misses, reasoning, images, latency, each cost part
+    session.usage_frame().groupby("cell", dropna=False)["cost_total"].sum()   # what each notebook cell cost
     session.tool_frame().groupby(["tool", "status"], observed=True).duration_s.describe()
 
 pandas is imported when a frame is asked for, never before.
@@ -18,13 +19,13 @@ from .usage import check_prices
 
 __all__ = ["usage_frame", "tool_frame", "USAGE_COLUMNS", "COST_COLUMNS", "SHORT_COLUMNS", "TOOL_COLUMNS", "STATUSES"]
 
-USAGE_COLUMNS = ("turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
+USAGE_COLUMNS = ("turn", "step", "cell", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
                  "cache_miss_tokens", "reasoning_tokens", "images", "latency_s")
 COST_COLUMNS = ("cost_input", "cost_output", "cost_cache_hit", "cost_cache_write", "cost_total", "price_source")
 # What a usage frame shows by default: narrow enough for a notebook cell, the same on every run.
-SHORT_COLUMNS = ("turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens", "cost_total",
-                 "price_source")
-TOOL_COLUMNS = ("turn", "step", "tool", "capability", "args", "status", "duration_s", "result_chars", "redactions")
+SHORT_COLUMNS = ("turn", "step", "cell", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens",
+                 "cost_total", "price_source")
+TOOL_COLUMNS = ("turn", "step", "cell", "tool", "capability", "args", "status", "duration_s", "result_chars", "redactions")
 STATUSES = ("ok", "error", "denied")
 
 _INTS = ("turn", "step", "prompt_tokens", "completion_tokens", "cache_hit_tokens", "cache_miss_tokens",
@@ -58,7 +59,7 @@ def usage_frame(requests: Iterable[Any], prices: Mapping[str, Any] | None = None
     for r in requests:
         u = r.usage
         parts, cost, source = request_cost(r, prices)
-        rows.append({"turn": r.turn, "step": r.step, "model": r.model, "prompt_tokens": u.prompt_tokens,
+        rows.append({"turn": r.turn, "step": r.step, "cell": r.cell, "model": r.model, "prompt_tokens": u.prompt_tokens,
                      "completion_tokens": u.completion_tokens, "cache_hit_tokens": u.cache_hit_tokens,
                      "cache_miss_tokens": u.cache_miss_tokens, "reasoning_tokens": u.reasoning_tokens,
                      "images": r.images, "latency_s": r.latency_s,
@@ -74,7 +75,7 @@ def usage_frame(requests: Iterable[Any], prices: Mapping[str, Any] | None = None
 
 def tool_frame(tool_calls: Iterable[Any]):
     """One row per tool call (``bettong_nb.ToolCall``)."""
-    rows = [{"turn": c.turn, "step": c.step, "tool": c.tool, "capability": c.capability, "args": c.args,
+    rows = [{"turn": c.turn, "step": c.step, "cell": c.cell, "tool": c.tool, "capability": c.capability, "args": c.args,
              "status": c.status, "duration_s": c.duration_s, "result_chars": len(c.result or ""),
              "redactions": c.redactions} for c in tool_calls]
     tools = sorted({row["tool"] for row in rows})

@@ -8,15 +8,15 @@
 A part is a str, an :class:`Image`, a matplotlib Figure (rendered to PNG), a PIL image or an
 ``IPython.display.Image`` holding data (never a URL: nothing is fetched). matplotlib, PIL and
 IPython are recognised by their module names and never imported here unless a value is theirs,
-bar Pillow, which decodes every image about to be sent (see Bounds).
+bar Pillow (a dependency), which reads every Image's header when it is made and decodes every
+image about to be sent (see Bounds): ``import bettong_nb`` does not import it.
 
 Bounds: before anything is sent, an image wider or taller than ``max_side`` pixels (default
 1568, the size Anthropic scales down to anyway) or larger than ``max_bytes`` (default 3.75 MiB,
-so its base64 fits Anthropic's 5 MiB limit) is downscaled with Pillow (``pip install
-'bettong_nb[images]'``); without Pillow it is an :class:`ImageError`, as is a media type other
-than PNG, JPEG, GIF or WebP. With Pillow every image is decoded before it is sent: one that
-does not decode (a header and no data, damaged data) or declares more pixels than Pillow
-decodes safely is an ImageError, before any request; without it only the header is read.
+so its base64 fits Anthropic's 5 MiB limit) is downscaled with Pillow; a media type other than
+PNG, JPEG, GIF or WebP is an :class:`ImageError`. Every image is decoded before it is sent: one
+that does not decode (a header and no data, damaged data) or declares more pixels than Pillow
+decodes safely is an ImageError, before any request.
 PIL images of any mode (16-bit or float gray, CMYK, premultiplied alpha, a palette with
 transparency) are converted to one PNG and JPEG carry.
 
@@ -33,7 +33,6 @@ import io
 import math
 import mimetypes
 import os
-import struct
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
@@ -47,76 +46,36 @@ Prompt = str | Sequence[Any]  # what a run is asked: a str, or parts (str and im
 
 DEFAULT_MAX_SIDE = 1568
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024 * 3 // 4  # 3.75 MiB: base64 is 4/3 of it, within Anthropic's 5 MiB
-_EXTRA = "pip install 'bettong_nb[images]'"
 
 
 class ImageError(ValueError):
-    """An image that cannot be sent: not PNG, JPEG, GIF or WebP, unreadable or damaged, too
-    many pixels to decode safely, or too large where Pillow is not installed to shrink it."""
+    """An image that cannot be sent: not PNG, JPEG, GIF or WebP, unreadable or damaged, or too
+    many pixels to decode safely."""
 
 
 # --- reading the bytes ------------------------------------------------------------------------
 
-def _sniff(data: bytes) -> str | None:
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if data.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if data[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
+def _header(data: bytes) -> tuple[str, tuple[int, int]]:
+    """The media type and size of ``data``, read by Pillow's plugins for the four formats (they
+    read the header only: a size of any number of pixels is checked when the image is decoded)."""
+    from PIL import GifImagePlugin, JpegImagePlugin, PngImagePlugin, WebPImagePlugin
 
-
-def _jpeg_size(data: bytes) -> tuple[int, int] | None:
-    at = 2
-    while at + 9 <= len(data):
-        if data[at] != 0xFF:
-            return None
-        marker = data[at + 1]
-        if marker == 0xFF:  # fill byte
-            at += 1
+    for media_type, plugin in (("image/png", PngImagePlugin.PngImageFile), ("image/jpeg", JpegImagePlugin.JpegImageFile),
+                               ("image/gif", GifImagePlugin.GifImageFile), ("image/webp", WebPImagePlugin.WebPImageFile)):
+        try:
+            with plugin(io.BytesIO(data)) as picture:
+                return media_type, picture.size
+        except Exception:  # Pillow's plugins raise many kinds (SyntaxError, OSError, struct.error...)
             continue
-        if 0xD0 <= marker <= 0xD9 or marker == 0x01:  # markers without a length
-            at += 2
-            continue
-        (length,) = struct.unpack(">H", data[at + 2:at + 4])
-        if marker in (0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF):
-            height, width = struct.unpack(">HH", data[at + 5:at + 9])
-            return width, height
-        at += 2 + length
-    return None
-
-
-def _webp_size(data: bytes) -> tuple[int, int] | None:
-    chunk = data[12:16]
-    if chunk == b"VP8 " and len(data) >= 30:
-        width, height = struct.unpack("<HH", data[26:30])
-        return width & 0x3FFF, height & 0x3FFF
-    if chunk == b"VP8L" and len(data) >= 25:
-        (bits,) = struct.unpack("<I", data[21:25])
-        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
-    if chunk == b"VP8X" and len(data) >= 30:
-        return int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1
-    return None
-
-
-def _size(data: bytes, media_type: str) -> tuple[int, int] | None:
-    """Width and height in pixels, from the header alone (no Pillow needed)."""
-    if media_type == "image/png":
-        return struct.unpack(">II", data[16:24]) if len(data) >= 24 and data[12:16] == b"IHDR" else None
-    if media_type == "image/gif":
-        return struct.unpack("<HH", data[6:10]) if len(data) >= 10 else None
-    if media_type == "image/jpeg":
-        return _jpeg_size(data)
-    return _webp_size(data)
+    raise ImageError(f"the data is not a PNG, JPEG, GIF or WebP image, or it is cut short or damaged "
+                     f"(it starts with {data[:8]!r})")
 
 
 @dataclass(frozen=True)
 class Image:
     """Image bytes and their media type (one of :data:`MEDIA_TYPES`; read from the bytes when
-    not given). ``width`` and ``height`` come from the header. In a notebook it shows itself."""
+    not given). ``width`` and ``height`` come from the header, read by Pillow. In a notebook it
+    shows itself."""
 
     data: bytes = field(repr=False)
     media_type: str | None = None
@@ -129,14 +88,11 @@ class Image:
         if self.media_type is not None and self.media_type not in MEDIA_TYPES:
             raise ImageError(f"unsupported image media type {self.media_type!r}; supported: {', '.join(MEDIA_TYPES)}")
         data = bytes(self.data)
-        found = _sniff(data)
-        if found is None:
-            raise ImageError(f"the data is not a PNG, JPEG, GIF or WebP image (it starts with {data[:8]!r})")
+        found, size = _header(data)
         if self.media_type is not None and self.media_type != found:
             raise ImageError(f"the data is {found}, not {self.media_type} as given")
-        size = _size(data, found)
-        if size is None or min(size) < 1:
-            raise ImageError(f"this {found} image is cut short or damaged: its size cannot be read")
+        if min(size) < 1:
+            raise ImageError(f"this {found} image is cut short or damaged: it declares {size[0]}×{size[1]} px")
         for name, value in (("data", data), ("media_type", found), ("width", size[0]), ("height", size[1])):
             object.__setattr__(self, name, value)
 
@@ -145,11 +101,12 @@ class Image:
         """The image in the file at ``path``; its type is read from the bytes, else the name."""
         with open(path, "rb") as file:
             data = file.read()
-        guessed = mimetypes.guess_type(os.fspath(path))[0] or "unknown"
-        if _sniff(data) is None:
-            raise ImageError(f"{os.fspath(path)} is not a PNG, JPEG, GIF or WebP image (its name says {guessed}); "
-                             f"supported: {', '.join(MEDIA_TYPES)}")
-        return cls(data)
+        try:
+            return cls(data)
+        except ImageError:
+            guessed = mimetypes.guess_type(os.fspath(path))[0] or "unknown"
+            raise ImageError(f"{os.fspath(path)} is not a PNG, JPEG, GIF or WebP image (its name says {guessed}), "
+                             f"or it is cut short or damaged") from None
 
     @classmethod
     def from_block(cls, block: dict) -> "Image":
@@ -287,7 +244,7 @@ def _encoded(picture: Any, media_type: str) -> bytes:
 
 
 def _decoded(image: Image) -> Any:
-    """The pixels of ``image``, decoded by Pillow (ImportError without it) into a mode
+    """The pixels of ``image``, decoded by Pillow into a mode
     :func:`_carriable` gives. ImageError when they cannot be decoded (a header and no data,
     damaged data), or when there are more than Pillow decodes safely (``MAX_IMAGE_PIXELS``,
     about 89 million: a header may declare any size)."""
@@ -332,26 +289,18 @@ def _within(image: Image, max_side: int, max_bytes: int) -> bool:
 
 def bounded(image: Image, *, max_side: int = DEFAULT_MAX_SIDE, max_bytes: int = DEFAULT_MAX_BYTES) -> Image:
     """``image`` itself when it decodes and is within ``max_side`` pixels a side and
-    ``max_bytes``, else a downscaled copy; an :class:`ImageError` when it does not decode.
-    Without Pillow only the header is read, and an oversize image is an ImageError."""
-    try:
-        picture = _decoded(image)
-    except ImportError:
-        if _within(image, max_side, max_bytes):
-            return image
-        raise ImageError(f"this image ({image.describe()}, {len(image.data)} bytes) is larger than the limits "
-                         f"({max_side} px a side, {max_bytes} bytes) and Pillow is not installed to downscale it: "
-                         f"{_EXTRA}, or send a smaller image") from None
+    ``max_bytes``, else a downscaled copy; an :class:`ImageError` when it does not decode."""
+    picture = _decoded(image)
     return image if _within(image, max_side, max_bytes) else _downscaled(image, picture, max_side, max_bytes)
 
 
 def thumbnail(image: Image, side: int = 240) -> Image:
-    """A copy at most ``side`` pixels a side for displays; the image itself without Pillow."""
+    """A copy at most ``side`` pixels a side for displays; the image itself when it does not decode."""
     if max(image.width, image.height) <= side:
         return image
     try:
         return _downscaled(image, _decoded(image), side, max(len(image.data), 1))
-    except (ImportError, ImageError):
+    except ImageError:
         return image
 
 

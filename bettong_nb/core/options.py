@@ -5,11 +5,18 @@
 
 An unknown name raises :class:`~bettong_nb.errors.OptionError` (a ``TypeError``) naming it and listing the known ones, at construction and
 per call: a typo must not be silently ignored.
+
+The functions that take options as ``**options`` show them in their signature, built from the
+fields here by :func:`takes_options`, so ``help(bettong_nb.deepseek)`` and a notebook's shift-tab
+list every option with its type and default, and cannot drift from this record.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
+import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -17,13 +24,16 @@ from ..safety import secrets
 from ..errors import OptionError
 from .images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE
 
-__all__ = ["Options", "PROVIDER_OPTIONS", "REQUEST_OPTIONS"]
+__all__ = ["Options", "PROVIDER_OPTIONS", "REQUEST_OPTIONS", "OWN_OPTIONS", "AS_SET", "option_names", "takes_options",
+           "refuse_others"]
 
 # Options that go into every Request as they are (a provider ignores what it cannot express).
 REQUEST_OPTIONS = ("model", "max_tokens", "temperature", "tool_choice", "effort", "format", "thinking_display",
                    "num_ctx", "keep_alive")
 # Options that configure the provider deepseek()/openai()/... build; a given provider has its own.
 PROVIDER_OPTIONS = frozenset({"api_key", "base_url", "timeout", "max_retries"})
+# Options only one preset's provider reads; the other presets refuse them rather than ignore them.
+OWN_OPTIONS = {"effort": "anthropic", "thinking_display": "anthropic", "num_ctx": "ollama", "keep_alive": "ollama"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,7 +87,9 @@ class Options:
         return cls(**_normalised(given))
 
     def merged(self, overrides: Mapping[str, Any]) -> "Options":
-        """These options with ``overrides`` applied (checked like construction)."""
+        """These options with ``overrides`` applied (checked like construction); an override
+        that is :data:`AS_SET` (a per-call signature's default) leaves the option as it is."""
+        overrides = {name: value for name, value in overrides.items() if value is not AS_SET}
         self.check(overrides, "override")
         return dataclasses.replace(self, **_normalised(overrides)) if overrides else self
 
@@ -92,6 +104,52 @@ class Options:
 
 
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(Options)}
+
+
+class _AsSet:
+    def __repr__(self) -> str:
+        return "<as set>"
+
+
+AS_SET = _AsSet()  # a per-call option's default in a signature: the agent's own value
+
+
+def option_names(provider: str | None = None) -> list[str]:
+    """The options, in the record's order, that ``provider``'s preset takes (None: any provider's)."""
+    return [f.name for f in dataclasses.fields(Options) if provider is None or OWN_OPTIONS.get(f.name, provider) == provider]
+
+
+def refuse_others(given: Mapping[str, Any], provider: str) -> None:
+    """Refuse an option only another provider reads (``effort`` given to ``deepseek()``)."""
+    foreign = sorted(name for name in given if OWN_OPTIONS.get(name, provider) != provider)
+    if foreign:
+        raise OptionError(f"{provider}() does not take {', '.join(foreign)}: "
+                          + "; ".join(f"{name} is an option of {OWN_OPTIONS[name]}()" for name in foreign))
+
+
+@functools.cache
+def _annotations() -> dict[str, Any]:
+    return typing.get_type_hints(Options)
+
+
+def takes_options(provider: str | None = None, *, per_call: bool = False, leave_out: tuple[str, ...] = ()):
+    """Decorator: the function's ``**options`` shown in its signature as the options it takes
+    (``provider``'s, or every one), keyword-only, typed, with their defaults (``per_call``:
+    :data:`AS_SET`, the agent's value). Only the signature changes; checking stays with Options."""
+    def decorate(function: Callable) -> Callable:
+        try:
+            own = inspect.signature(function, eval_str=True)
+        except NameError:  # a name only imported for type checkers: shown as written
+            own = inspect.signature(function)
+        kept = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        taken = {p.name for p in kept} | set(leave_out)
+        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=_annotations()[name],
+                                   default=AS_SET if per_call else _DEFAULTS[name])
+                 for name in option_names(provider) if name not in taken]
+        function.__signature__ = own.replace(parameters=kept + added)
+        return function
+
+    return decorate
 
 
 def _whole(minimum: int) -> tuple[str, Callable[[Any], bool]]:

@@ -32,7 +32,7 @@ class ToolCall:
     ``denied``; ``data`` is what the tool handed the person beside its text (a DataFrame);
     ``images`` are the :class:`bettong_nb.Image` it sent the model, as sent (bounded);
     ``traceback`` is the traceback of a tool that raised (redacted, for the person: the model
-    reads only ``ERROR: Type: message``)."""
+    reads only ``ERROR: Type: message``); ``cell`` is the notebook cell the run started from."""
 
     tool: str
     capability: str | None
@@ -49,6 +49,7 @@ class ToolCall:
     images: list = field(default_factory=list, repr=False)
     traceback: str | None = field(default=None, repr=False)
     stopped: bool = False  # denied because a person stopped the run
+    cell: str | None = None
 
     def why(self) -> str | None:
         """Why the call was denied, in a person's words (None when it was not denied)."""

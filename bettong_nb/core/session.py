@@ -18,12 +18,13 @@ import collections
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from . import approvals, budget, events, hooks, usage
+from . import budget, events, hooks, usage
 from ._sync import awaited, run_sync
 from .images import Prompt
-from .options import Options
+from ..errors import OptionError
+from .options import Options, takes_options
 from .results import Ledger, RunResult
 
 if TYPE_CHECKING:
@@ -156,14 +157,20 @@ class Session(Ledger):
         given = any(isinstance(value, (int, float)) and value > 0 for value in prices.values())
         return given or not getattr(getattr(self.agent, "provider", None), "free", False)
 
-    async def arun(self, prompt: Prompt, **overrides: Any) -> RunResult:
-        return await awaited(self._turn(prompt, overrides))  # waiting for the lock is part of the run
+    @takes_options(per_call=True, leave_out=("messages",))
+    async def arun(self, prompt: Prompt, *, budgets: Sequence[budget.Budget] = (), **overrides: Any) -> RunResult:
+        """The next turn; any option given here holds for this turn only. ``budgets`` (a batch's)
+        are shared with the other runs holding them, beside the session's own."""
+        if "messages" in overrides:
+            raise OptionError("a session's turns continue its own transcript: messages= is for a single run")
+        shared = (*budgets, self.budget) if self.budget is not None else tuple(budgets)
+        return await awaited(self._turn(prompt, shared, overrides))  # waiting for the lock is part of the run
 
-    async def _turn(self, prompt: Prompt, overrides: dict[str, Any]) -> RunResult:
+    async def _turn(self, prompt: Prompt, budgets: tuple[budget.Budget, ...], overrides: dict[str, Any]) -> RunResult:
         async with self._lock:
             overrides["on_event"] = self._guarded(overrides.get("on_event") or self.options.on_event)
-            with budget.sharing(self.budget), approvals.conversation(self):
-                result = await self.agent.arun(prompt, **overrides, messages=list(self.transcript))
+            result = await self.agent.arun(prompt, **overrides, messages=list(self.transcript), budgets=budgets,
+                                           conversation=self)
             turn = self.turns + 1
             result.requests = [replace(r, turn=turn) for r in result.requests]
             for call in result.tool_calls:
@@ -176,8 +183,10 @@ class Session(Ledger):
             self.turns = turn
             return result
 
-    def run(self, prompt: Prompt, **overrides: Any) -> RunResult:
-        return run_sync(self.arun(prompt, **overrides))
+    @takes_options(per_call=True, leave_out=("messages",))
+    def run(self, prompt: Prompt, *, budgets: Sequence[budget.Budget] = (), **overrides: Any) -> RunResult:
+        """:meth:`arun` from sync code (a notebook cell too)."""
+        return run_sync(self.arun(prompt, budgets=budgets, **overrides))
 
     async def wait(self) -> RunResult | None:
         """Wait for a turn running in the background (older kernels), then return the last result."""

@@ -63,8 +63,10 @@ class RequestRecord:
     """One model request: which turn and step it served, how long it took, what it used, and
     how many images it carried (all those in its transcript, earlier turns' included) and who served
     it when (``provider`` is the provider's name, ``host`` the API host it went to, ``at`` the Unix
-    time it was sent): prices depend on them. ``reported_cost``: what the server said it cost (a
-    gateway such as LiteLLM's proxy reports each response's cost), used before any price table."""
+    time it was sent): prices depend on them. ``cell`` is the notebook cell it ran from (its id,
+    or ``In[n]``; None outside a notebook, see :func:`bettong_nb.core.kernel.current_cell`).
+    ``reported_cost``: what the server said it cost (a gateway such as LiteLLM's proxy reports
+    each response's cost), used before any price table."""
 
     turn: int
     step: int
@@ -75,6 +77,7 @@ class RequestRecord:
     at: float | None = None
     images: int = 0
     host: str | None = None
+    cell: str | None = None
     reported_cost: float | None = None
 
 

@@ -134,8 +134,8 @@ class Gate(Protocol):
     def pause(self, service: str, seconds: float) -> None: ...
 
 
-# The runs of a batch started inside ``gated(gate)`` carry it (context variables are copied
-# into their tasks), as budgets are shared with ``budget.sharing``.
+# A context variable because no caller can pass it: the transport sits inside whatever provider a
+# run uses, reached through ``complete(request)``, which has no place for a gate.
 _gate: contextvars.ContextVar[Gate | None] = contextvars.ContextVar("bettong_gate", default=None)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import collections
 import difflib
-import importlib.util
 import inspect
 import os
 import textwrap
@@ -145,9 +144,6 @@ def cell_plan(magics: AgentMagics, line: str, cell: str) -> Plan | None:
     if args.model:
         overrides["model"] = args.model
     if args.format == "html":
-        if importlib.util.find_spec("bettong_nb.safety.sanitize") is None:
-            raise UsageError("-f html needs bettong_nb.safety.sanitize (the HTML sanitiser), which this installation "
-                             "lacks; use -f markdown")
         prompt = _appended(prompt, HTML_REQUEST)
     plan = Plan(name, session, prompt, overrides, args.out, args.quiet, notes=target_notes + notes,
                 approve=args.approve, fmt=args.format)

@@ -45,14 +45,14 @@ def _awaiting(magics: AgentMagics) -> Callable[[list[str]], list[str]]:
 
 async def _open_notebook() -> Any:
     """The notebook capability's live notebook; its modules load at the first call, not at %load_ext."""
-    from .cells import open_notebook
+    from .live import open_notebook
 
     return await open_notebook()
 
 
 def load_ipython_extension(ipython: Any) -> None:
     from ..batches import local as batch
-    from ..core import _sync, approvals, hooks
+    from ..core import _sync, approvals, hooks, kernel
     from ..core.results import RunResult
     from ..core.session import Session
     from ..records.terminal import result_text
@@ -76,11 +76,12 @@ def load_ipython_extension(ipython: Any) -> None:
     hooks.provide(open_notebook=_open_notebook)  # the notebook capability's live notebook
     batch.install_progress(WidgetProgress)
     _sync.install_runner(interrupts.cell_runner)  # Stop ends `await agent.arun(...)` in a cell too
+    kernel.install_cell(magics.cells)  # each request and tool call records the cell it ran from
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     from ..batches import local as batch
-    from ..core import _sync, approvals, hooks
+    from ..core import _sync, approvals, hooks, kernel
     from ..core.results import RunResult
     from ..core.session import Session
     from . import interrupts
@@ -104,3 +105,4 @@ def unload_ipython_extension(ipython: Any) -> None:
     hooks.provide(open_notebook=None)
     batch.install_progress(None)
     _sync.install_runner(None)
+    kernel.install_cell(None)

@@ -24,7 +24,9 @@ Works from an awaiting cell: ipykernel (>= 7.4) handles comm messages while a ce
 the answers arrive although the cell keeps the kernel busy. It does not run cells: an execute
 request would queue behind the running cell (the caller runs code in the kernel and puts the
 outputs on the cell with :meth:`Frontend.set_outputs`). Requests may come from any thread and
-event loop: answers are handed to the loop that asked.
+event loop: answers are handed to the loop that asked. The kernel's main thread must stay free
+to receive them: a cell that blocks it (a synchronous call waiting on a thread) gets timeouts;
+await instead (``%%agent``, ``await agent.arun(...)``).
 """
 
 from __future__ import annotations

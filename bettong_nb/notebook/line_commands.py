@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from IPython.core.error import UsageError
 
 from .cell_magic import did_you_mean
+from .cells import usage_by_cell
 from .runner import SESSION_NAME, Plan, kernel_language
 from .sessions import DEFAULT
 
@@ -35,6 +36,7 @@ def agent_command(magics: AgentMagics, line: str) -> Any:
 
       %agent sessions             the sessions %%agent keeps, and Sessions in your namespace
       %agent usage [TARGET]       one row per model request (a DataFrame)
+      %agent usage [TARGET] --by cell   tokens and cost per notebook cell, its first line beside it
       %agent tools [TARGET]       one row per tool call (a DataFrame)
       %agent transcript [TARGET]  the conversation, tool calls expandable
       %agent reset [TARGET]       forget the conversation (keeps the agent)
@@ -125,7 +127,14 @@ def sessions(magics: AgentMagics, command: str, words: list[str]) -> Any:
 
 
 def usage(magics: AgentMagics, command: str, words: list[str]) -> Any:
-    return magics.sessions.existing(_target_of(command, words)).usage_frame()
+    """``%agent usage [TARGET] [--by cell]``: one row per request, or per notebook cell."""
+    if "--by" not in words:
+        return magics.sessions.existing(_target_of(command, words)).usage_frame()
+    at = words.index("--by")
+    if words[at + 1:at + 2] != ["cell"]:
+        raise UsageError("%agent usage --by takes one grouping, cell: %agent usage [TARGET] --by cell")
+    session = magics.sessions.existing(_target_of(command, words[:at] + words[at + 2:]))
+    return usage_by_cell(session, magics.cells.lines)
 
 
 def tools(magics: AgentMagics, command: str, words: list[str]) -> Any:
@@ -176,7 +185,7 @@ def load(magics: AgentMagics, command: str, words: list[str]) -> None:
 
 def history(magics: AgentMagics, command: str, words: list[str]) -> Any:
     """The notebook's provenance entries: the saved file's, and this kernel's accepted changes."""
-    from .cells import saved_path
+    from .live import saved_path
     from .history import COLUMNS, notebook_history
     from .proposals import accepted_log
 

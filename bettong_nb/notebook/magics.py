@@ -74,6 +74,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
 from .cell_magic import agent_cell, cell_plan
+from .cells import CellFinder
 from .errorlog import ErrorLog
 from .line_commands import agent_command, line_turn_plan
 from .runner import Runner
@@ -110,6 +111,7 @@ class AgentMagics(Magics):
         self.sessions = Sessions(shell, self.default_config)
         self.runner = Runner(self)
         self.errors = ErrorLog(shell)  # {Err}: filled by the post_run_cell hook %load_ext installs
+        self.cells = CellFinder(shell)  # the cell a run starts from (%load_ext installs it)
 
     # The two magics IPython registers; each is written out in its own module.
     agent_cell = cell_magic("agent")(agent_cell)

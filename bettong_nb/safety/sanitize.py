@@ -9,8 +9,9 @@
 Browser. :func:`markdown_html` parses Markdown with mistune (the real CommonMark-style
 parser, so what is code is what the parser says is code) through a renderer that never
 emits a fetching image, a raw HTML fragment or a script link; :func:`html_answer` takes
-HTML. Both end in the same allow-list pass (:func:`allowed_html`), which rebuilds the
-document from tags and attributes it knows, every text and attribute value re-escaped:
+HTML. Both end in the same allow-list pass (:func:`allowed_html`): nh3 (ammonia, whose
+html5ever parser reads HTML as a browser does, in linear time) rebuilds the document from
+the tags and attributes below, every text and attribute value re-escaped:
 
 * tags: structural and inline text tags only (``p``, headings, lists, tables, ``a``,
   ``img``, ``code``, ``pre``, ``details`` ...). ``script``, ``style``, ``iframe``,
@@ -28,11 +29,6 @@ document from tags and attributes it knows, every text and attribute value re-es
   A Markdown image with any other URL becomes the text ``[image: alt <url>]``.
 * the output is well nested: stray end tags are dropped and open tags closed, so an
   answer cannot close the container it is shown in.
-
-The pass is a linear tokenizer of its own rather than ``html.parser``, which takes
-quadratic time on malformed tags in the Pythons we support (150 KB of ``<a\\n`` took
-minutes). Safety does not depend on tokenizing like a browser: whatever it decides,
-nothing reaches the output but allow-listed tags and escaped text.
 
 Markdown viewers. :func:`markdown_text` writes a model's Markdown back as Markdown for files and
 notebook Markdown cells, which JupyterLab, VS Code or GitHub render with their own parsers: the
@@ -135,95 +131,65 @@ _allow("td th", colspan=_number, rowspan=_number, scope=_matching(r"row|col|rowg
        style=_matching(r"text-align:\s*(?:left|right|center)\s*;?"))
 _allow("details", open=_flag)
 
-_VOID = frozenset("area base br col embed hr img input link meta param source track wbr keygen".split())
 # Dropped with everything inside: what they hold is code, a resource or another document.
 _DROP_WITH_CONTENT = frozenset(
     "script style template iframe frame frameset object embed applet svg math noscript noembed noframes "
     "textarea select title head xmp plaintext audio video canvas picture map".split())
-_REQUIRED = {"a": "href", "img": "src"}  # without it the tag is pointless (an <img> is dropped)
-
-# One token per match; every branch consumes what it scanned, so a tag never closed runs
-# to the end (as browsers drop it) and the whole pass stays linear.
-_TOKENS = re.compile(r"""
-    (?P<comment><!--(?:-?>|.*?(?:--!?>|\Z)))
-  | (?P<bogus><(?:[!?]|/(?![A-Za-z]))[^>]*+>?)
-  | (?P<tag></?(?P<name>[A-Za-z][^\s/>]*+)(?P<attrs>(?:[^>"']++|"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z))*+)>?)
-  | (?P<text>[^<]++|<)
-""", re.S | re.X)
-_ATTR = re.compile(r"""([^\s"'>/=]++)(?:\s*=\s*(?:"([^"]*+)"?|'([^']*+)'?|([^\s>]++)))?""")
+# ammonia writes every tag as <name attr="value" ...>, values holding no '"', and escapes '<' in text.
+_TAG = re.compile(r'<(/?)([a-z0-9]+)((?:\s[^\s="]+="[^"]*")*)>')
+_REQUIRED = {"a": ' href="', "img": ' src="'}  # without it the tag is pointless: it goes, its text stays
+_FLAG = re.compile(r'\s(open|reversed)=""')
+_LINK_REL = "noopener noreferrer nofollow"
 
 
 def _escape(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def _start_tag(name: str, raw_attrs: str) -> str | None:
-    """The rebuilt start tag, or None when the tag cannot be kept."""
-    checks = _ATTRIBUTES[name]
-    kept: dict[str, str] = {}
-    for match in _ATTR.finditer(raw_attrs):
-        attr = match[1].lower()
-        if attr in checks and attr not in kept:
-            raw = next((v for v in match.groups()[1:] if v is not None), "")
-            value = checks[attr](html.unescape(raw))
-            if value is not None:
-                kept[attr] = value
-    if name in _REQUIRED and _REQUIRED[name] not in kept:
-        return None
-    if name == "a":
-        kept["rel"] = "noopener noreferrer nofollow"
-    parts = [name] + [attr if value == "" and checks.get(attr) is _flag else f'{attr}="{_escape(value)}"'
-                      for attr, value in kept.items()]
-    return "<" + " ".join(parts) + ">"
+def _checked(tag: str, attr: str, value: str) -> str | None:
+    """The attribute's value when its tag's check takes it (``value`` arrives entity-decoded);
+    ammonia asks about dropped tags too, and about the ``rel`` it sets on links."""
+    if tag == "a" and attr == "rel":
+        return _LINK_REL
+    check = _ATTRIBUTES.get(tag, {}).get(attr)
+    return None if check is None else check(value)
+
+
+@functools.cache
+def _cleaner() -> Callable[[str], str]:
+    import nh3  # imported on first use: importing bettong_nb stays cheap
+
+    return nh3.Cleaner(
+        tags=set(_ATTRIBUTES), clean_content_tags=set(_DROP_WITH_CONTENT),
+        attributes={tag: set(checks) for tag, checks in _ATTRIBUTES.items()}, attribute_filter=_checked,
+        link_rel=_LINK_REL, url_schemes={"http", "https", "mailto", "data"}, strip_comments=True).clean
+
+
+def _finished(cleaned: str) -> str:
+    """ammonia's output without links and images whose URL was refused, flags written bare."""
+    dropped_link = False  # an <a> went: its </a> goes too (ammonia never nests links)
+
+    def tag(match: re.Match) -> str:
+        nonlocal dropped_link
+        closing, name, attrs = match.groups()
+        if closing:
+            if name == "a" and dropped_link:
+                dropped_link = False
+                return ""
+            return match[0]
+        if name in _REQUIRED and _REQUIRED[name] not in attrs:
+            dropped_link = name == "a"
+            return ""
+        return "<" + name + _FLAG.sub(r" \1", attrs) + ">" if name in ("details", "ol") else match[0]
+
+    return _TAG.sub(tag, cleaned)
 
 
 def allowed_html(fragment: str) -> str:
     """``fragment`` rebuilt from allow-listed tags and attributes only, well nested, every text
     and value escaped (see the module docstring)."""
-    out: list[str] = []
-    open_tags: list[str] = []
-    opened: dict[str, int] = {}  # how many of each name are open: an end tag is checked in O(1)
-    skipping: str | None = None  # inside a tag dropped with its content
-    depth = 0
-    for token in _TOKENS.finditer(fragment):
-        if token["text"] is not None:
-            if skipping is None:
-                out.append(_escape(html.unescape(token["text"])))
-            continue
-        if token["tag"] is None:
-            continue  # comments, <!doctype>, <?...>, </ followed by no name
-        name = token["name"].lower()
-        closing = token["tag"].startswith("</")
-        if skipping is not None:
-            if name == skipping:
-                depth += -1 if closing else 1
-                if depth == 0:
-                    skipping = None
-            continue
-        if name in _DROP_WITH_CONTENT and not closing:
-            if name not in _VOID and not token["attrs"].rstrip().endswith("/"):
-                skipping, depth = name, 1
-            continue
-        if name not in _ATTRIBUTES:
-            continue
-        if closing:
-            if opened.get(name):
-                while open_tags:
-                    top = open_tags.pop()
-                    opened[top] -= 1
-                    out.append(f"</{top}>")
-                    if top == name:
-                        break
-            continue
-        tag = _start_tag(name, token["attrs"]) if token["tag"].endswith(">") else None
-        if tag is None:  # an <a> without a safe href keeps its text; an unclosed tag is dropped
-            continue
-        out.append(tag)
-        if name not in _VOID:
-            open_tags.append(name)
-            opened[name] = opened.get(name, 0) + 1
-    out.extend(f"</{name}>" for name in reversed(open_tags))
-    return "".join(out)
+    # NUL shown as U+FFFD, as a browser does, rather than dropped (which would join the words around it)
+    return _finished(_cleaner()(clean_text(fragment).replace("\x00", "\ufffd")))
 
 
 def html_answer(text: str) -> str:

@@ -170,6 +170,36 @@ def test_a_batch_budget_is_shared_by_its_items():
     assert len(finished) == 2 and all("batch token budget" in r.reason for r in results if not r.done)
 
 
+def test_a_budget_is_handed_to_the_runs_that_share_it_and_to_no_other():
+    from bettong_nb.batches.local import amap
+    from bettong_nb.core.budget import Budget
+
+    shared = Budget("shared", tokens=1000)
+    one, two = (bettong_nb.agent(provider=Scripted(default=big_usage(480))) for _ in range(2))
+    assert one.run("a", budgets=[shared]).done and two.run("b", budgets=[shared]).done
+    third = one.run("c", budgets=[shared])
+    assert third.done is False and "shared token budget of 1000" in third.reason
+    assert one.run("d").done  # a run not handed the budget is not held to it
+    # a batch over a session: the session's budget and the batch's both hold, passed down
+    session = bettong_nb.agent(provider=Scripted(default=big_usage(480))).session(token_budget=1500)
+    batch = asyncio.run(amap(session, ["e", "f", "g", "h"], concurrency=1, progress=False, token_budget=5000))
+    assert [r.done for r in batch] == [True, True, True, False] and "session token budget" in batch[3].reason
+
+
+def test_a_run_a_tool_starts_is_outside_its_callers_session_budget():
+    inner = bettong_nb.agent(provider=Scripted(default=big_usage(480)))
+
+    async def ask():
+        return (await inner.arun("sub")).stop_reason
+
+    cap = {"id": "sub", "tools": [{"name": "ask", "handler": ask}]}
+    session = bettong_nb.agent(provider=Scripted([[("ask", {})], [("ask", {})], "done"], default=None),
+                               capabilities=[cap]).session(token_budget=100_000)
+    result = session.run("go")
+    assert result.done and [c.result for c in result.tool_calls] == ["end_turn", "end_turn"]
+    assert session.budget.spent.prompt_tokens == 0  # the sub-runs spent on their own account
+
+
 def test_the_text_bar_tells_time_rate_and_time_left_and_a_stop_is_not_all_done(capsys):
     # While it runs the bar estimates the time left from the rate so far; when a stop cancels
     # the rest, the final line counts what ran out of all and says what was cancelled.

@@ -31,7 +31,7 @@ from bettong_nb.capabilities.duckdb import MAX_DATA_BYTES, MAX_DATA_ROWS
 from bettong_nb.core.capability import ToolOutput, invoke, registry
 from support import REPO, TESTS
 from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
-from test_filesystem import snapshot
+from support.filesystem import snapshot
 
 CASES = [json.loads(line) for line in (TESTS / "corpora" / "duckdb_refused.jsonl")
          .read_text().splitlines() if line.strip()]
@@ -593,3 +593,8 @@ def test_the_shipped_demo_data_is_what_the_script_writes(tmp_path):
         else:
             assert path.read_bytes() == twin.read_bytes()
     assert sum(p.stat().st_size for p in written) < 5_000_000
+
+
+def test_no_progress_bar_is_drawn_in_the_persons_cell(tmp_path):
+    sql = caps.duckdb(root=tmp_path)
+    assert sql._con.execute("SELECT current_setting('enable_progress_bar')").fetchone() == (False,)

@@ -16,7 +16,7 @@ from bettong_nb.capabilities.edn import MAX_FILE_BYTES, MAX_SHOWN_CHARS
 from bettong_nb.core.capability import registry, schemas
 from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 # the flipping thread and the tree snapshot of the filesystem's race tests
-from test_filesystem import race, snapshot, tally
+from support.filesystem import race, snapshot, tally
 from support.tools import tool_result
 
 CONFIG = """;; service

@@ -13,7 +13,6 @@ import collections
 import dataclasses
 import json
 import os
-import time
 import types
 
 import numpy as np
@@ -21,7 +20,7 @@ import pandas as pd
 import pytest
 from support import REPO, TESTS
 from support.servers import ChatScript, LoopbackServer, Reply, chat_message, tool_call
-from test_secrets import quiet_environment  # noqa: F401  (autouse: no credential of this machine takes part)
+from support.environment import quiet_environment  # noqa: F401  (autouse: no credential of this machine takes part)
 
 import bettong_nb
 from bettong_nb import capabilities as caps
@@ -104,14 +103,12 @@ def test_nothing_in_the_namespace_is_changed(monkeypatch):
     pd.testing.assert_frame_equal(ns["df"], before)
 
 
-def test_a_huge_namespace_is_looked_at_quickly():
+def test_a_huge_namespace_is_looked_at():
+    # How long it takes is bench W5's namespace row (python -m bench).
     ns = {f"v{i}": [{"password": f"pw-{i}-{j}-long-enough", "n": j} for j in range(200)] for i in range(200)}
     ns["target"] = "ordinary"
     cap = caps.namespace(ns)
-    call(cap, "describe_variable", name="target")
-    started = time.perf_counter()
     assert call(cap, "describe_variable", name="target") == "target: str of 8 characters:\nordinary"
-    assert time.perf_counter() - started < 1.0  # the walk for known secrets is bounded
 
 
 def test_an_ordinary_frame_is_described_exactly_as_pandas_describes_it():

@@ -286,7 +286,9 @@ def test_events_come_in_order():
     run([[("get_weather", {"city": "x"})], "ok"], capabilities=[weather_cap()], on_event=seen.append)
     kinds = [e.kind for e in seen]
     assert kinds == ["run-started", "model-request", "assistant", "tool-call-started", "tool-call", "model-request",
-                     "assistant"]
+                     "assistant", "run-finished"]
+    assert seen[-1].result.output == "ok" and seen[-1].error is None
+    assert seen[2].stop_reason == "tool_use" and seen[2].request.step == 1
     finished = seen[4]
     assert isinstance(finished, events.ToolCallFinished)
     assert (finished.tool, finished.capability, finished.status) == ("get_weather", "weather", "ok")

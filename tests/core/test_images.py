@@ -25,23 +25,12 @@ from bettong_nb.providers.scripted import Scripted
 from support.notebooks import data, run_notebook, stdout
 from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 from support.wire import assert_well_formed
+from support.images import PLOT, data_urls, png
 
 PIL = pytest.importorskip("PIL.Image")  # the test extra installs Pillow; here it is the real library
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-
-
-def png(width: int, height: int, *, comment: bytes = b"") -> bytes:
-    """A real RGB PNG written byte by byte (no Pillow), a gradient so every pixel matters."""
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    rows = b"".join(b"\x00" + bytes((x * 7 + y * 13 + c * 50) % 256 for x in range(width) for c in range(3))
-                    for y in range(height))
-    text = chunk(b"tEXt", b"Comment\x00" + comment) if comment else b""
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) + text
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
 def encoded(picture, fmt: str, **options) -> bytes:
@@ -54,7 +43,6 @@ def opened(image: Image):
     return PIL.open(io.BytesIO(image.data))
 
 
-PLOT = png(64, 48)
 B64 = base64.b64encode(PLOT).decode()
 
 
@@ -152,7 +140,7 @@ def test_recognising_images_imports_none_of_matplotlib_pil_or_ipython():
             "assert result.output == 'seen' and result.requests[0].images == 1\n"
             "print(sorted(m for m in ('PIL', 'matplotlib', 'IPython') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.stdout.split() == ["[]", "['PIL']"], out.stderr  # Pillow only once an image is decoded to be sent
+    assert out.stdout.split() == ["[]", "['PIL']"], out.stderr  # Pillow only once an image is made
 
 
 # --- bounds -----------------------------------------------------------------------------------
@@ -188,22 +176,6 @@ def test_the_bounds_are_options_of_the_agent_and_of_a_call():
     agent.run(["x", big], image_max_side=300)
     sizes = [Image.from_block(r.messages[-1]["content"][1]) for r in model.requests]
     assert [(i.width, i.height) for i in sizes] == [(800, 400), (300, 150)]
-
-
-def test_without_pillow_an_oversize_image_is_an_error_before_any_request(monkeypatch):
-    monkeypatch.setitem(sys.modules, "PIL", None)  # Pillow not installed: `from PIL import ...` fails
-    within = Image(png(40, 30))
-    assert images.bounded(within) is within
-    oversize = Image(png(1600, 2))
-    with pytest.raises(ImageError, match=r"1600×2 px.*Pillow is not installed.*pip install 'bettong_nb\[images\]'"):
-        images.bounded(oversize)
-    with LoopbackServer(ChatScript([chat_message("never")])) as server:
-        agent = bettong_nb.openai(base_url=server.url, api_key="k")
-        with pytest.raises(ImageError, match="Pillow is not installed"):
-            agent.run(["What is this?", oversize])
-        assert server.requests == []
-        assert agent.run(["What is this?", within]).output == "never"
-    assert images.thumbnail(oversize) is oversize  # displays show it whole instead
 
 
 def test_parts_that_cannot_be_sent_fail_before_any_request():
@@ -467,9 +439,6 @@ def test_a_tool_image_that_cannot_be_sent_is_an_error_the_model_reads():
 
 
 # --- the display ------------------------------------------------------------------------------
-
-def data_urls(html: str) -> list[str]:
-    return re.findall(r'<img class="bettong-image" src="([^"]+)"', html)
 
 
 def test_the_tool_block_and_the_transcript_show_inline_thumbnails():

@@ -109,7 +109,7 @@ def test_stop_ends_a_waiting_cell_and_code_lands_in_a_new_cell(tmp_path):
     new cell below, not run."""
     from playwright.sync_api import expect
 
-    from test_live_kernel import SlowModel
+    from support.slow_model import SlowModel
 
     model = SlowModel()
     root = tmp_path / "root"

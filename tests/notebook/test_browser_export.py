@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from support.browser import JupyterLab, chromium, open_notebook
-from test_save_export import image_session
+from support.images import image_session
 
 pytestmark = pytest.mark.browser
 

@@ -8,35 +8,16 @@ from __future__ import annotations
 import json
 import queue
 import re
-import threading
 import time
 
 import pytest
 from jupyter_client.manager import start_new_kernel
 
 from support.notebooks import WIDGET
-from support.servers import ChatScript, LoopbackServer, Reply, chat_message
+from support.servers import LoopbackServer
+from support.slow_model import SlowModel
 
 INTERRUPTED = "interrupted — the session is unchanged"
-
-
-class SlowModel(ChatScript):
-    """An OpenAI-compatible server: prompts containing "slow" wait 30 s, the others answer at once
-    ("answer to <prompt>"), streamed when asked."""
-
-    def __init__(self):
-        super().__init__([])
-        self.arrived = threading.Event()
-
-    def __call__(self, request) -> Reply:
-        body = request.json()
-        prompt = str(body["messages"][-1]["content"])
-        reply = self.streamed(chat_message(f"answer to {prompt}")) if body.get("stream") else \
-            Reply.json(chat_message(f"answer to {prompt}"))
-        if "slow" in prompt:
-            self.arrived.set()
-            reply.delay = 30
-        return reply
 
 
 @pytest.fixture(scope="module")

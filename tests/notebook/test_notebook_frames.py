@@ -44,13 +44,13 @@ def test_usage_frame_has_one_typed_row_per_request():
 
 
 def test_a_usage_frame_is_narrow_unless_asked_for_all_columns():
-    short = ["turn", "step", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens", "cost_total",
+    short = ["turn", "step", "cell", "model", "prompt_tokens", "completion_tokens", "cache_hit_tokens", "cost_total",
              "price_source"]
     assert list(frames.usage_frame(RECORDS).columns) == short  # costs always, NaN where a price is unknown
     priced = frames.usage_frame(RECORDS, PRICES)
     assert list(priced.columns) == short and set(priced["price_source"]) == {"given"}
     assert priced["cost_total"].tolist() == frames.usage_frame(RECORDS, PRICES, full=True)["cost_total"].tolist()
-    assert len(frames.usage_frame(RECORDS, PRICES, full=True).columns) == 16
+    assert len(frames.usage_frame(RECORDS, PRICES, full=True).columns) == 17
 
 
 def test_cost_columns_follow_usage_cost_and_sum_to_the_total():

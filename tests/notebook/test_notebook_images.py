@@ -16,8 +16,8 @@ from bettong_nb.notebook import cell_magic, interpolation
 from bettong_nb.notebook.display import result_html
 from bettong_nb.providers.scripted import Scripted
 from support.notebooks import answers, data, run_notebook, stdout
-from test_images import PLOT, data_urls, png
-from test_notebook_magics import _final, _ok, ip  # noqa: F401  (ip is a fixture)
+from support.images import PLOT, data_urls, png
+from support.ipython_shell import final, ip, ok  # noqa: F401  (ip is a fixture)
 
 PIL = pytest.importorskip("PIL.Image")
 matplotlib = pytest.importorskip("matplotlib")
@@ -87,8 +87,8 @@ def test_an_image_that_cannot_be_sent_stays_as_written_with_a_note():
 def test_fig_in_a_cell_reaches_the_model_as_an_image_block(ip, fig, mode):
     model = Scripted(["Sales rise from 1 to 9.", "Yes, it is the same plot."])
     ip.user_ns.update(bot=bettong_nb.agent(provider=model), fig=fig)
-    _ok(ip, f"%config AgentMagics.run_mode = {mode!r}")
-    captured = _ok(ip, "%%agent bot\nHere is the plot: {fig}\nWhat trend does it show?")
+    ok(ip, f"%config AgentMagics.run_mode = {mode!r}")
+    captured = ok(ip, "%%agent bot\nHere is the plot: {fig}\nWhat trend does it show?")
     first, image, last = _sent(model)
     assert first == {"type": "text", "text": "Here is the plot: "}
     assert last == {"type": "text", "text": "\nWhat trend does it show?"}
@@ -100,9 +100,9 @@ def test_fig_in_a_cell_reaches_the_model_as_an_image_block(ip, fig, mode):
     thumb = Image(base64.b64decode(url.removeprefix("data:image/png;base64,")))
     assert max(thumb.width, thumb.height) == 240 and thumb.width > thumb.height
     if mode == "await":
-        assert "Sales rise from 1 to 9." in [d["text/plain"] for d in _final(captured)]
+        assert "Sales rise from 1 to 9." in [d["text/plain"] for d in final(captured)]
 
-    _ok(ip, "%%agent bot\nIs it?")  # the image stays in the session: the next turn carries it again
+    ok(ip, "%%agent bot\nIs it?")  # the image stays in the session: the next turn carries it again
     assert model.requests[1].messages[0]["content"][1] == image and _sent(model) == "Is it?"
     assert ip.user_ns["_agent_result"].requests[0].images == 1
 
@@ -114,12 +114,12 @@ def test_out_n_of_a_figure_or_of_plt_plot_is_an_image_and_the_cell_says_it_sent_
         shown = ip.run_cell("fig", store_history=True).execution_count
         plt.close("all")
         plotted = ip.run_cell("plt.plot([1, 2], [3, 4])", store_history=True).execution_count
-    captured = _ok(ip, f"%%agent bot\n{{Out[{shown}]}}")
+    captured = ok(ip, f"%%agent bot\n{{Out[{shown}]}}")
     [image] = _sent(model)
     assert _image_of(image).data == images.as_image(fig).data
     assert "1 image sent with the prompt" in captured.stdout
     # a cell ending in plt.plot(...) has a list of Line2D as its value: their figure is sent
-    captured = _ok(ip, f"%%agent bot\nCompare {{Out[{plotted}]}} with {{fig}}")
+    captured = ok(ip, f"%%agent bot\nCompare {{Out[{plotted}]}} with {{fig}}")
     assert [part["type"] for part in _sent(model)] == ["text", "image", "text", "image"]
     lines = ip.user_ns["Out"][plotted]
     assert _image_of(_sent(model)[1]).data == images.as_image(lines[0].figure).data
@@ -128,7 +128,7 @@ def test_out_n_of_a_figure_or_of_plt_plot_is_an_image_and_the_cell_says_it_sent_
     # artists of two figures are not one picture: sent as text, as any other value
     other = plt.figure().add_subplot().plot([5, 6], [7, 8])
     ip.user_ns["mixed"] = [lines[0], *other]
-    _ok(ip, "%%agent bot\n{mixed}")
+    ok(ip, "%%agent bot\n{mixed}")
     assert _sent(model).startswith("[<matplotlib.lines.Line2D object")
     plt.close("all")
 
@@ -137,13 +137,13 @@ def test_html_format_and_notes_with_image_parts(ip, fig):
     model = Scripted(["<p>Up.</p>", "<p>Up.</p>", "ok"])
     remote = IPythonImage(url="http://127.0.0.1:9/never-fetched.png")
     ip.user_ns.update(bot=bettong_nb.agent(provider=model), fig=fig, remote=remote)
-    _ok(ip, "%%agent bot -f html\nTrend of {fig} please")
+    ok(ip, "%%agent bot -f html\nTrend of {fig} please")
     assert _sent(model)[-1] == {"type": "text", "text": " please" + cell_magic.HTML_REQUEST}
-    _ok(ip, "%%agent bot -f html\n{fig}")  # the request follows the image as its own text part
+    ok(ip, "%%agent bot -f html\n{fig}")  # the request follows the image as its own text part
     assert [b["type"] for b in _sent(model)] == ["image", "text"]
     assert _sent(model)[-1]["text"] == cell_magic.HTML_REQUEST.lstrip()
 
-    captured = _ok(ip, "%%agent bot\n{remote}")
+    captured = ok(ip, "%%agent bot\n{remote}")
     assert _sent(model) == "{remote}"
     assert captured.stdout.splitlines()[0].startswith("{remote} did not resolve (ImageError:")
 
@@ -151,7 +151,7 @@ def test_html_format_and_notes_with_image_parts(ip, fig):
 def test_a_cell_of_only_an_image_is_not_empty(ip):
     model = Scripted(["A gradient."])
     ip.user_ns.update(bot=bettong_nb.agent(provider=model), shot=Image(PLOT))
-    _ok(ip, "%%agent bot\n{shot}")
+    ok(ip, "%%agent bot\n{shot}")
     [image] = _sent(model)
     assert base64.b64decode(image["data"]) == PLOT
 

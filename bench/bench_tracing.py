@@ -1,0 +1,78 @@
+"""What tracing costs a run: W1 (2 model calls + 1 tool) client CPU with ``await agent.arun``.
+
+- tracing off (the front door's observer hook in place, OpenTelemetry never imported) against
+  no observer at all: what the hook adds when nobody traces;
+- tracing on (the OpenTelemetry SDK, spans to its in-memory exporter) against tracing off.
+
+Measured in a child process: importing OpenTelemetry and setting a tracer provider cannot be
+undone, and the other benchmarks must run untraced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+from .common import ROOT, mock_server, row
+
+TARGET = 1.15
+
+
+def _child(repeat: int) -> dict[str, list[float]]:
+    import bettong_nb
+    from bettong_nb.core import events
+
+    from .bench_loop import _agent, _sample_async, _tools
+
+    hook = events.observe(None)
+    assert hook is not None, "the front door installs the tracing observer"
+    cpus: dict[str, list[float]] = {"none": [], "off": [], "on": [], "off again": []}
+    with mock_server() as url:
+        agent = _agent(url, _tools(1), [])
+
+        async def rounds(first: str, second: str, install_first, install_second) -> None:
+            for _ in range(5):  # interleaved, so drift on the machine hits both sides alike
+                for name, finder in ((first, install_first), (second, install_second)):
+                    events.observe(finder)
+                    cpus[name].extend((await _sample_async(lambda: agent.arun("go"), repeat // 5))[1])
+
+        async def warm() -> None:
+            assert (await agent.arun("go")).output == "Done: 9."
+
+        asyncio.run(warm())
+        asyncio.run(rounds("none", "off", None, hook))
+        assert "opentelemetry" not in sys.modules
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        asyncio.run(rounds("on", "off again", hook, None))
+        assert len(exporter.get_finished_spans()) >= 4 * len(cpus["on"]), "every traced run exported its spans"
+    del bettong_nb
+    return cpus
+
+
+def measure(repeat: int = 200) -> list[dict]:
+    out = subprocess.run([sys.executable, "-m", "bench.bench_tracing", "--child", str(repeat)], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    cpus = json.loads(out.strip().splitlines()[-1])
+    return [row("T1 W1, tracing off: arun client CPU vs no observer", cpus["off"], cpus["off"],
+                floor_cpus=cpus["none"], target=TARGET, target_kind="ratio"),
+            row("T1 W1, tracing on (SDK, in-memory export) vs off", cpus["on"], cpus["on"],
+                floor_cpus=cpus["off again"], target=TARGET, target_kind="ratio")]
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--child"]:
+        print(json.dumps(_child(int(sys.argv[2]))))
+    else:
+        from .common import table
+
+        print(table(measure()))
