@@ -44,10 +44,11 @@ NOTEBOOKS = {
     "02-data-exploration": ["02-data-exploration"],
     "03-teaching-capabilities": ["03-teaching-capabilities"],
     "04-sql-exploration": ["04-sql-exploration"],
+    "05-notebook-agent": ["05-notebook-agent"],
 }
 CASSETTES = {"01-quickstart": "scripted", "01-quickstart-smollm2": "llama",
              "02-data-exploration": "scripted", "03-teaching-capabilities": "scripted",
-             "04-sql-exploration": "scripted"}
+             "04-sql-exploration": "scripted", "05-notebook-agent": "scripted"}
 DATA = ("data", "shop")  # the folders the notebooks read, copied beside them
 # What replay must also answer in a live browser: the approval buttons' other outcomes.
 EPILOGUES = {"03-teaching-capabilities": "record.approval_branches(mailer, emailed)"}
@@ -81,6 +82,15 @@ FROM 'sales/*.parquet' AS s
 JOIN 'products.csv' AS p USING (product_id)
 GROUP BY p.category
 ORDER BY growth_percent DESC"""
+
+
+DENSITY = "e9a2f6c1"  # 05's density cell, as its id is saved
+DENSITY_FIXED = """import math
+
+radius_cm = planets["mean_radius_km"] * 1e5
+volume = 4 / 3 * math.pi * radius_cm ** 3
+planets["density"] = planets["mass_1e24_kg"] * 1e27 / volume   # g/cm³ (mass in g)
+planets["density"].round(2)"""
 
 
 def scripts() -> dict[str, list]:
@@ -183,6 +193,29 @@ def scripts() -> dict[str, list]:
             calls(("call_growth", "query_data", {"sql": GROWTH_SQL})),
             json.dumps({"category": "Kitchen", "revenue_2022": 1519057.49, "revenue_2025": 2628455.15,
                         "growth_percent": 73.0}),
+        ],
+        "05-notebook-agent": [
+            # look: list the cells, read the density cell
+            calls(("call_list", "list_cells", {})),
+            calls(("call_read", "read_cell", {"cell_id": DENSITY})),
+            ("The notebook loads `data/planets.csv` (8 planets, indexed by name) and computes each planet's "
+             "mean density as mass over the volume of a sphere.\n\n"
+             "The density cell mixes units: the mass is in kg but the radius stays in km, so the volume is in "
+             "km³ and the densities come out 10¹⁵ times too large (Earth would be about 5.5 × 10¹² instead of "
+             "5.5 g/cm³). Converting the radius to cm fixes it."),
+            # propose: the fix and a new cell below it (headless: both denied, with the reason)
+            calls(("call_edit", "edit_cell", {"cell_id": DENSITY, "source": DENSITY_FIXED}),
+                  ("call_insert", "insert_cell", {"after_cell_id": DENSITY,
+                                                  "source": 'planets.sort_values("density", ascending=False)'})),
+            ("I could not change the notebook: both proposals were rejected because no change can be made here "
+             "(bettong_nb's notebook extension is not in this page). Open the notebook in JupyterLab and run "
+             "this cell again to get Accept and Reject, or make the change yourself:\n\n"
+             f"```python\n{DENSITY_FIXED}\n```"),
+            # run: denied headless, however it is asked
+            calls(("call_run", "run_cell", {"cell_id": DENSITY})),
+            ("I could not run the cell: running a cell needs your Allow in the notebook, and nobody could "
+             "give it here. With the fix in place Saturn is the least dense planet (0.69 g/cm³) and Earth the "
+             "densest (5.51 g/cm³)."),
         ],
     }
 
@@ -372,6 +405,7 @@ async def _execute(path: Path, before: str | None, after: str | None) -> tuple[A
     extra = [nbformat.v4.new_code_cell(first), nbformat.v4.new_code_cell(after or "pass")]
     nb.cells = [extra[0], *nb.cells, extra[1]]
     env = {k: v for k, v in os.environ.items() if k not in LIVE_VARIABLES}
+    env["JPY_SESSION_NAME"] = path.name  # as a Jupyter server names a notebook's kernel: it knows its file
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
     await client.async_execute(env=env)

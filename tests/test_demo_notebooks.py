@@ -38,7 +38,8 @@ NOTEBOOKS = REPO / "notebooks"
 BINDER = REPO / "binder"
 CASSETTES = NOTEBOOKS / "cassettes"
 RECORD = NOTEBOOKS / "record.py"
-NAMES = ("01-quickstart", "02-data-exploration", "03-teaching-capabilities", "04-sql-exploration")
+NAMES = ("01-quickstart", "02-data-exploration", "03-teaching-capabilities", "04-sql-exploration",
+         "05-notebook-agent")
 FAKE_TOKEN = "demo-7f3a9c2e51b8-not-a-real-token"  # set by 03's redaction cell
 WIDGET = "application/vnd.jupyter.widget-view+json"
 VENVS = Path(os.environ.get("BETTONG_BINDER_VENVS") or Path.home() / ".cache" / "bettong-nb" / "binder-venvs")
@@ -321,6 +322,56 @@ def test_sql_exploration(executed):
     assert [(row[1], int(row[2])) for row in frame[1:]] == list(counts.items())
 
 
+def test_notebook_agent(executed):
+    nb = executed["05-notebook-agent"]
+    density = _cell(nb, "import math")
+    assert "5.511412e+12" in _data(density, "text/plain")[0]  # the slip the agent is asked about
+
+    # Headless (nbclient): the agent reads the saved file, says so once, and shows no buttons.
+    looked = _cell(nb, "%%agent helper --notebook\nWhat does")
+    assert not _data(looked, WIDGET)
+    assert _data(looked, "text/plain")[0].splitlines() == ["· list_cells() → ok", '· read_cell(cell_id="e9a2f6c1") → ok']
+    assert [h for h in _data(looked, "text/plain") if "as last saved" in h][0].endswith(
+        "it cannot change or run cells here.")
+    assert "10¹⁵ times too large" in _answers(looked)[0]
+    # What the model read (the cassette holds the requests replay answered): the saved cells, named
+    # by the file's name (no machine's folder), the density cell whole.
+    results = [block["content"] for line in _cassette("05-notebook-agent")
+               for block in json.loads(line)["request"]["messages"][-1]["content"]
+               if isinstance(block, dict) and block.get("type") == "tool_result"]
+    listed, read, edit, insert, run = results
+    assert listed.startswith("13 cells, from the saved file 05-notebook-agent.ipynb (it may be stale); changes "
+                             "and runs are refused: bettong_nb's notebook extension is not in this page")
+    assert "[4] id=e9a2f6c1 code: 'import math\\n\\nvolume = 4 / 3" in listed
+    assert 'planets["mass_1e24_kg"] * 1e24 / volume   # kg per ...?' in read
+
+    # Both proposals denied with the reason, the model told; the run denied: nobody can Allow.
+    proposed = _cell(nb, "%%agent helper --notebook\nFix the units")
+    assert not _data(proposed, WIDGET)
+    edit_line, insert_line = _data(proposed, "text/plain")[0].splitlines()
+    assert edit_line.startswith('· edit_cell(cell_id="e9a2f6c1"') and "→ denied: the edit of cell e9a2f6c1 was " \
+        "rejected: no change can be made here: bettong_nb's notebook extension" in edit_line
+    assert insert_line.startswith('· insert_cell(after_cell_id="e9a2f6c1"') and \
+        "→ denied: the new cell was rejected: no change can be made here" in insert_line
+    for result in (edit, insert):
+        assert result.endswith("no change can be made here: bettong_nb's notebook extension is not in this page "
+                               "(VS Code, Colab, nbclient or papermill, the classic notebook); the notebook is "
+                               "unchanged"), result
+    assert "```python\nimport math\n\nradius_cm = " in _answers(proposed)[0]
+    ran = _cell(nb, "%%agent helper --notebook\nRun the density cell")
+    assert _data(ran, "text/plain")[0].startswith('· run_cell(cell_id="e9a2f6c1") → denied: no one approved it: '
+                                                  "no widget frontend is connected to this kernel")
+    assert run == ("ERROR: run_cell was not allowed: no one approved it: no widget frontend is connected to this "
+                   "kernel (a headless run); the headless policy denies tool calls that need approval")
+    # Nothing changed: the density cell's source is as saved, and the history holds no change.
+    saved = nbformat.read(NOTEBOOKS / "05-notebook-agent.ipynb", as_version=4)
+    assert [c.source for c in nb.cells] == [c.source for c in saved.cells]
+    history = _rows(_data(_cell(nb, "%agent history"), "text/plain")[0])
+    assert history[0] == ["Empty", "DataFrame"] and history[1] == [
+        "Columns:", "[time,", "action,", "cell,", "cell_index,", "model,", "session,", "turn,", "prompt_cell,",
+        "decided_by,", "diff_sha256]"]
+
+
 def _cassette(stem: str) -> list[str]:
     return (CASSETTES / f"{stem}.jsonl").read_text(encoding="utf-8").splitlines()
 
@@ -374,6 +425,6 @@ def test_hand_written_cassettes_are_what_record_py_records(executed, tmp_path):
          cwd=tmp_path, env=_env(), timeout=600)
     recorded = sorted(p.name for p in tmp_path.glob("*.jsonl"))
     assert recorded == ["01-quickstart.jsonl", "02-data-exploration.jsonl", "03-teaching-capabilities.jsonl",
-                        "04-sql-exploration.jsonl"]
+                        "04-sql-exploration.jsonl", "05-notebook-agent.jsonl"]
     for name in recorded:
         assert (tmp_path / name).read_bytes() == (CASSETTES / name).read_bytes(), name

@@ -100,10 +100,13 @@ def _joined(value: Any) -> str:
 class SavedNotebook:
     """A notebook read from its saved file at each call; it changes nothing and runs nothing."""
 
-    def __init__(self, path: str | os.PathLike, *, why: str = "", prompt_cell: str | None = None):
+    def __init__(self, path: str | os.PathLike, *, why: str = "", prompt_cell: str | None = None,
+                 shown: str | None = None):
         self.path, self._prompt = os.fspath(path), prompt_cell
         self.why = why or "only the live notebook (bettong_nb's JupyterLab or Notebook 7 extension) can change cells"
-        self.mode = f"the saved file {self.path} (it may be stale); changes and runs are refused: {self.why}"
+        # ``shown``: the name the model reads (a kernel's folder is no business of the model's, and
+        # a name that does not change between machines keeps recorded conversations replayable)
+        self.mode = f"the saved file {shown or self.path} (it may be stale); changes and runs are refused: {self.why}"
 
     async def cells(self) -> list[dict]:
         return read_saved(self.path)

@@ -111,7 +111,7 @@ async def open_notebook() -> Any:
     if path is None:
         _say_once("none", f"The agent cannot see this notebook: {NO_EXTENSION}, and the kernel does not know its file.")
         return _Nowhere()
-    book = SavedNotebook(path, why=NO_EXTENSION, prompt_cell=_prompt_cell())
+    book = SavedNotebook(path, why=NO_EXTENSION, prompt_cell=_prompt_cell(), shown=os.path.relpath(path))
     _say_once("saved", f"The agent reads {path} as last saved ({NO_EXTENSION}); it cannot change or run cells here.")
     return book
 
