@@ -471,7 +471,7 @@ def environment() -> dict[str, str]:
 
     versions = {p: importlib.metadata.version(p) for p in
                 ("bettong_nb", "ipykernel", "ipython", "ipywidgets", "jupyterlab", "pandas", "matplotlib",
-                 "matplotlib-inline", "pillow", "httpx", "duckdb", "pyarrow")}
+                 "matplotlib-inline", "pillow", "httpx", "duckdb", "pyarrow", "nh3")}
     return {"python": sys.executable, "prefix": sys.prefix, **versions}
 
 
