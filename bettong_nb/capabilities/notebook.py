@@ -9,7 +9,8 @@ In a notebook (``%%agent --notebook``, or any agent after ``%load_ext bettong_nb
 notebook is what ``%load_ext`` put in the core's ``open_notebook`` hook: bettong_nb's JupyterLab /
 Notebook 7 extension shows every proposal as a diff with Accept and Reject, and nothing changes
 before Accept. Without it (VS Code, Colab, nbclient, a script) the tools read the saved file when
-one is known and say it may be stale; every change is refused.
+one is known and say it may be stale; every change is refused, except that where a person is at
+a widget frontend one new cell goes below the ``%%agent`` cell for them to review and run.
 
 No automatic yes changes or runs a cell: an edit is made only on a person's Accept in the
 notebook, ``run_cell`` only on a person's own Allow (:func:`~bettong_nb.core.approvals.requires_person`).
@@ -58,11 +59,14 @@ class Change:
 @dataclass(frozen=True)
 class Decision:
     """A proposal's end: ``accepted`` by a person (``cell_id``: the cell it made or changed), or
-    not, with ``reason`` (the person's, or why nobody could be asked)."""
+    not, with ``reason`` (the person's, or why nobody could be asked). ``note``: neither, the
+    change was handed to the person another way (a new cell below the ``%%agent`` cell, not in the
+    notebook until they run it); the model is told the note."""
 
     accepted: bool
     reason: str = ""
     cell_id: str | None = None
+    note: str = ""
 
 
 class Notebook(Protocol):
@@ -292,6 +296,8 @@ class NotebookCells:
 
     async def _propose(self, book: Notebook, change: Change) -> str:
         decision = await book.propose(change)
+        if decision.note:
+            return decision.note
         what = {"insert": "the new cell", "edit": f"the edit of cell {change.cell_id}",
                 "delete": f"deleting cell {change.cell_id}"}[change.action]
         if not decision.accepted:

@@ -13,6 +13,11 @@ Three modes, said once per kernel in the cell that first meets one:
   its notebook's file (``__session__``, ``JPY_SESSION_NAME``): cells are read from it, maybe
   stale, and every change is refused;
 - nothing: neither; the tools say so.
+
+Without the extension but with a person at a widget frontend (VS Code, Colab, the classic
+notebook), ``insert_cell`` falls back to ONE new code cell below the ``%%agent`` cell, through
+IPython's ``set_next_input`` (:class:`BelowPrompt`); every other change is still refused, and
+headless runs (nbclient, papermill) refuse them all.
 """
 
 from __future__ import annotations
@@ -21,14 +26,17 @@ import os
 from typing import Any
 
 from ..capabilities.notebook import Change, Decision, SavedNotebook
+from ..safety.sanitize import visible_controls
 from . import frontend
+from .approvals import frontend_connected
 from .proposals import PROMPT_CELL, propose
 
-__all__ = ["open_notebook", "LiveNotebook", "saved_path", "run_in_kernel", "NO_EXTENSION"]
+__all__ = ["open_notebook", "LiveNotebook", "BelowPrompt", "saved_path", "run_in_kernel", "NO_EXTENSION"]
 
 NO_EXTENSION = ("bettong_nb's notebook extension is not in this page (VS Code, Colab, nbclient or papermill, the "
                 "classic notebook)")
 _told: set[str] = set()  # the modes already said in this kernel
+_placed_in: int | None = None  # the execution count of the cell that has put its one new cell below
 
 
 def _shell() -> Any:
@@ -76,6 +84,47 @@ class _Nowhere(SavedNotebook):
                          "the notebook's file")
 
 
+class BelowPrompt:
+    """No extension, but a person at a widget frontend: reads as ``book`` does (the saved file,
+    or nothing), and ``insert_cell`` puts ONE new code cell below the running ``%%agent`` cell
+    (a kernel keeps only the last ``set_next_input`` of a cell), not run, for the person to
+    review. Nothing else changes: edits, deletes and runs are refused as ``book`` refuses them."""
+
+    def __init__(self, book: SavedNotebook, shell: Any):
+        self.book, self.shell = book, shell
+        self.mode = (f"{book.mode}; insert_cell can put one new code cell below the %%agent cell for the user to "
+                     "review and run")
+
+    async def cells(self) -> list[dict]:
+        return await self.book.cells()
+
+    def prompt_cell_id(self) -> str | None:
+        return self.book.prompt_cell_id()
+
+    async def run(self, cell_id: str, source: str) -> list[dict]:
+        return await self.book.run(cell_id, source)
+
+    async def propose(self, change: Change) -> Decision:
+        global _placed_in
+        if change.action != "insert":
+            return Decision(False, f"no cell can be changed here: {NO_EXTENSION}; only insert_cell can put one "
+                                   "new code cell below the %%agent cell")
+        if change.cell_type != "code":
+            return Decision(False, "only a code cell can be put below the %%agent cell here; give the text as a "
+                                   "comment or in your answer")
+        count = self.shell.execution_count
+        if _placed_in == count:
+            return Decision(False, "this %%agent cell has already put its one new cell below itself (a cell can "
+                                   "set only one); give the rest in your answer")
+        _placed_in = count
+        # a bidi control would lay the code out other than it runs ("Trojan Source"): shown
+        self.shell.set_next_input(visible_controls(change.source), replace=False)
+        where = "" if change.cell_id is None else f" (not below cell {change.cell_id}: only there is possible)"
+        return Decision(False, note=f"The new cell was put below the %%agent cell{where}, not run: the user "
+                                    "reviews it and runs it or not. No other change can be made in this notebook "
+                                    "here.")
+
+
 class LiveNotebook:
     """The notebook's page, through the extension."""
 
@@ -108,12 +157,23 @@ async def open_notebook() -> Any:
                           "and runs a cell only when you allow it.")
         return book
     path = saved_path(shell)
+    person = await frontend_connected()
     if path is None:
-        _say_once("none", f"The agent cannot see this notebook: {NO_EXTENSION}, and the kernel does not know its file.")
-        return _Nowhere()
-    book = SavedNotebook(path, why=NO_EXTENSION, prompt_cell=_prompt_cell(), shown=os.path.relpath(path))
-    _say_once("saved", f"The agent reads {path} as last saved ({NO_EXTENSION}); it cannot change or run cells here.")
-    return book
+        book: Any = _Nowhere()
+        if not person:
+            _say_once("none", f"The agent cannot see this notebook: {NO_EXTENSION}, and the kernel does not know its "
+                              "file.")
+    else:
+        book = SavedNotebook(path, why=NO_EXTENSION, prompt_cell=_prompt_cell(), shown=os.path.relpath(path))
+        if not person:
+            _say_once("saved", f"The agent reads {path} as last saved ({NO_EXTENSION}); it cannot change or run "
+                               "cells here.")
+    if not person:
+        return book
+    seen = "cannot see this notebook" if path is None else f"reads {path} as last saved"
+    _say_once("below", f"The agent {seen} ({NO_EXTENSION}); it can put one new cell below the %%agent cell for you "
+                       "to review and run, and change nothing else.")
+    return BelowPrompt(book, shell)
 
 
 async def run_in_kernel(shell: Any, source: str) -> tuple[list[dict], int | None]:
