@@ -88,6 +88,10 @@ class Frontend:
         ``execution_count`` on code cells)."""
         return (await self._request("cells"))["cells"]
 
+    async def cell(self, cell_id: str) -> dict | None:
+        """One cell as :meth:`cells` gives it, or None when no cell has that id."""
+        return (await self._request("cell", cell_id=cell_id))["cell"]
+
     async def insert_cell(self, *, after: str | None, cell_type: str, source: str,
                           metadata: dict | None = None) -> str:
         """Insert a cell below cell ``after`` (``None``: at the top); returns the new cell's id."""

@@ -182,9 +182,10 @@ def _history(cell: dict | None) -> list:
 
 async def _apply(fe: Any, change: Change, prompt_cell: str | None) -> Decision:
     """Make an accepted change, unless its cell changed while the proposal waited."""
-    cells = {cell.get("id"): cell for cell in await fe.cells()}
+    # One cell read, not the notebook: the check sits between the click and the edit the person sees.
+    cell = None if change.cell_id is None else await fe.cell(change.cell_id)
     if change.action == "insert":
-        if change.cell_id is not None and change.cell_id not in cells:
+        if change.cell_id is not None and cell is None:
             return Decision(False, f"cell {change.cell_id} is gone; the new cell was not inserted")
         entry = provenance(change, prompt_cell=prompt_cell, cell_id=None)
         new_id = await fe.insert_cell(after=change.cell_id, cell_type=change.cell_type, source=change.source,
@@ -193,7 +194,6 @@ async def _apply(fe: Any, change: Change, prompt_cell: str | None) -> Decision:
         await fe.set_metadata(new_id, KEY, [entry])
         accepted_log.append(entry)
         return Decision(True, cell_id=new_id)
-    cell = cells.get(change.cell_id)
     if cell is None or cell.get("source") != change.old:
         return Decision(False, f"cell {change.cell_id} changed while the proposal waited; propose again")
     entry = provenance(change, prompt_cell=prompt_cell, cell_id=change.cell_id)
@@ -201,7 +201,8 @@ async def _apply(fe: Any, change: Change, prompt_cell: str | None) -> Decision:
         await fe.set_source(change.cell_id, change.source, metadata={KEY: _history(cell) + [entry]})
     else:
         await fe.delete_cell(change.cell_id)
-        if prompt_cell in cells:  # a deleted cell keeps no metadata: the prompt's cell records it
-            await fe.set_metadata(prompt_cell, KEY, _history(cells[prompt_cell]) + [entry])
+        prompt = None if prompt_cell is None else await fe.cell(prompt_cell)
+        if prompt is not None:  # a deleted cell keeps no metadata: the prompt's cell records it
+            await fe.set_metadata(prompt_cell, KEY, _history(prompt) + [entry])
     accepted_log.append(entry)
     return Decision(True, cell_id=change.cell_id)

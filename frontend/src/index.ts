@@ -54,6 +54,13 @@ class Bridge {
         return this.hello();
       case 'cells':
         return { cells: this.shared.cells.map(cellJSON) };
+      case 'cell': {
+        // One cell (null when no cell has that id): checking a proposal's target before an
+        // edit must not cost a read of the whole notebook.
+        need(typeof request.cell_id === 'string', 'cell_id must be a string');
+        const found = this.shared.cells.find(cell => cell.id === request.cell_id);
+        return { cell: found ? cellJSON(found) : null };
+      }
       case 'insert_cell':
         return { cell_id: this.insertCell(request) };
       case 'set_source':

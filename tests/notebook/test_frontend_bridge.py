@@ -110,6 +110,7 @@ def test_cells_and_hello_in_jupyterlab(lab, page, results):
                   "same": fe is await frontend.connect()}
         import asyncio  # a request from another thread and event loop (answers go to the loop that asked)
         result["threaded"] = len(await asyncio.to_thread(lambda: asyncio.run(fe.cells())))
+        result["one"] = [await fe.cell(c["id"]) for c in result["cells"][:5]] + [await fe.cell("no-such-id")]
     """)
     assert got["app"] == "JupyterLab" and got["path"] == "six.ipynb" and got["versions"]["protocol"] == 1
     assert got["same"]  # connect() is cached for the kernel
@@ -124,6 +125,7 @@ def test_cells_and_hello_in_jupyterlab(lab, page, results):
     assert listed[3]["outputs"] == saved.cells[3].outputs
     assert listed[2]["metadata"] == {"format": "text/plain"} and listed[4]["metadata"] == {"tags": ["note"]}
     assert "outputs" not in listed[0]
+    assert got["one"] == [*listed[:5], None]  # one cell read alone is the same dict; an unknown id is None
 
 
 
