@@ -578,8 +578,9 @@ class DuckDB:
 def _fetch(result) -> tuple[Any, int]:
     """``(frame, total rows)``: the result's first rows, at most :data:`MAX_DATA_ROWS` rows and
     :data:`MAX_DATA_BYTES` bytes, with every row counted. A fetch is sized to about
-    ``_CHUNK_BYTES`` from the width of the rows before it (one DuckDB vector, 2048 rows, at
-    least), so long values cannot make one fetch, or the kept frame, large."""
+    ``_CHUNK_BYTES`` (and at most ``_CHUNK_VECTORS`` full vectors' rows) from the width and the
+    rows per vector of the fetches before it (one DuckDB vector at least), so long values cannot
+    make one fetch, or the kept frame, large."""
     import pandas as pd
 
     kept, kept_rows, kept_bytes, total, vectors = [], 0, 0, 0, 1
@@ -597,7 +598,12 @@ def _fetch(result) -> tuple[Any, int]:
         total += len(chunk)
         if not len(chunk):
             break
-        vectors = max(1, min(_CHUNK_VECTORS, _CHUNK_BYTES * len(chunk) // (max(size, 1) * 2048)))
+        # Sized by rows, not vectors: a filter's vectors hold only the rows that passed it (a few of
+        # 2048), and thousands of small fetches cost more than the query. Bounded so that a fetch stays
+        # under MAX_DATA_BYTES even if every vector came back full.
+        row_bytes = max(size, 1) / len(chunk)
+        wanted = min(_CHUNK_VECTORS * 2048, _CHUNK_BYTES / row_bytes) / (len(chunk) / vectors)
+        vectors = max(1, int(min(wanted, MAX_DATA_BYTES / (row_bytes * 2048))))
     frame = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0]
     return frame, total
 
