@@ -22,6 +22,7 @@ import html
 import re
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..safety.sanitize import visible_controls
 from .display import answer_bundle
 from .interrupts import guarded
 
@@ -194,7 +195,10 @@ class Runner:
         """The turn. A failure leaves no ``_agent_result`` and ends the view quietly: the cell's
         error says what happened, once (a background turn has no cell error, so its view says it)."""
         from ..core.approvals import person
+        from .proposals import PROMPT_CELL
+        from .frontend import current_cell_id
 
+        prompt_cell = PROMPT_CELL.set(current_cell_id())  # now, while this cell's request is the parent
         try:
             with person(plan.approver):
                 result = await plan.session.arun(plan.prompt, **plan.overrides)
@@ -210,6 +214,7 @@ class Runner:
                 return None
             raise
         finally:
+            PROMPT_CELL.reset(prompt_cell)
             plan.close()
         self._publish(plan, result)
         if plan.view is not None:
@@ -229,7 +234,8 @@ class Runner:
             muted("The code is not put in a new cell because this cell did not wait for the answer; "
                   "it is in _agent_result.code_blocks().")
         else:
-            self.shell.set_next_input("\n\n".join(blocks), replace=False)
+            # a bidi control would lay the code out other than it runs ("Trojan Source"): shown
+            self.shell.set_next_input(visible_controls("\n\n".join(blocks)), replace=False)
             muted("The code is in a new cell below (not run).")
 
     def _publish(self, plan: Plan, result: Any) -> None:

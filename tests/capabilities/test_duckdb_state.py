@@ -14,7 +14,6 @@ before it was redacted (issue 24).
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
 import random
 
@@ -25,21 +24,10 @@ from bettong_nb import capabilities as caps
 from bettong_nb.safety import secrets
 from support import TESTS
 from support.environment import quiet_environment  # noqa: F401  (autouse: no credential of this machine takes part)
+from support.duckdb_tree import CANARY, CASES, SECRET, guarded, tree  # noqa: F401  (fixtures)
+from support.secrets_corpus import EXPOSURES, corpus_case
 from support.tools import model_reads
 
-
-def _sibling(path: str):
-    """A test module of this suite, for the corpus and fixtures it builds (test modules are not importable)."""
-    spec = importlib.util.spec_from_file_location(f"_sibling_{path.replace('/', '_')[:-3]}", TESTS / path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_escapes, _exposures = _sibling("capabilities/test_duckdb.py"), _sibling("safety/test_secrets.py")
-CANARY, CASES, SECRET, guarded, tree = (_escapes.CANARY, _escapes.CASES, _escapes.SECRET, _escapes.guarded,
-                                        _escapes.tree)
-EXPOSURES, corpus_case = _exposures.EXPOSURES, _exposures.corpus_case
 
 duckdb_module = importlib.import_module("bettong_nb.capabilities.duckdb")  # the package's duckdb is the function
 ALLOWED = [json.loads(line) for line in (TESTS / "corpora" / "duckdb_allowed.jsonl").read_text().splitlines()
