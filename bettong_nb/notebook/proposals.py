@@ -21,35 +21,25 @@ import datetime
 import difflib
 import hashlib
 import html
-import re
 from typing import Any, Callable
 
 from ..capabilities.notebook import Change, Decision
 from ..core.approvals import ApprovalRequest, current_call, current_person
 from ..records.transcript_html import ERROR_COLOUR, OK_COLOUR
-from .approvals import _OwnOutput, frontend_connected
+from ..safety.sanitize import visible_controls
+from .approvals import OwnOutput, frontend_connected
 from .history import KEY  # the cell metadata key of the provenance list
 
-__all__ = ["propose", "diff_html", "visible", "provenance", "accepted_log", "KEY", "MAX_DIFF_LINES",
+__all__ = ["propose", "diff_html", "provenance", "accepted_log", "KEY", "MAX_DIFF_LINES",
            "PROMPT_CELL"]
 
 MAX_DIFF_LINES = 400
 DEFAULT_TIMEOUT = 300.0
-# Characters that change how text reads without showing: bidi controls, zero-width and
-# invisible formatting characters, C0/C1 controls other than tab and newline.
-_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
-                     "\u2060-\u2069\ufeff\ufff9-\ufffb]")
-
 # The %%agent cell's id, read by the runner when the cell starts (during the turn the kernel's
 # parent message may be a comm message the page sent).
 PROMPT_CELL: contextvars.ContextVar[str | None] = contextvars.ContextVar("bettong_prompt_cell", default=None)
 # Every change accepted in this kernel, newest last: %agent history shows them before a save.
 accepted_log: list[dict] = []
-
-
-def visible(text: str) -> str:
-    """``text`` with every hidden or bidi character written out as ``⟨U+XXXX⟩``."""
-    return _HIDDEN.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", text)
 
 
 def _diff_lines(old: str, new: str) -> list[str]:
@@ -62,13 +52,13 @@ def diff_html(old: str, new: str) -> str:
     lines = _diff_lines(old, new)
     shown = []
     for line in lines[:MAX_DIFF_LINES]:
-        text = html.escape(visible(line))
+        text = html.escape(visible_controls(line))
         colour = OK_COLOUR if line.startswith("+") and not line.startswith("+++") else \
             ERROR_COLOUR if line.startswith("-") and not line.startswith("---") else None
         shown.append(f"<span style='color:{colour}'>{text}</span>" if colour else text)
     if len(lines) > MAX_DIFF_LINES:
         shown.append(html.escape(f"… {len(lines) - MAX_DIFF_LINES} more lines of the diff"))
-    hidden = " <b>(holds hidden or bidi characters, shown as ⟨U+…⟩)</b>" if _HIDDEN.search(old + new) else ""
+    hidden = " <b>(holds hidden or bidi characters, shown as ⟨U+…⟩)</b>" if visible_controls(old + new) != old + new else ""
     return (f"<pre class='bettong-diff' style='white-space:pre-wrap;word-break:break-word;margin:4px 0;"
             f"max-height:24em;overflow:auto'>{chr(10).join(shown)}</pre>{hidden}")
 
@@ -93,9 +83,9 @@ class _Proposal:
         import ipywidgets as widgets
 
         self.loop, self.future, self.waiting = loop, loop.create_future(), waiting
-        title = _TITLES[change.action].format(type=html.escape(change.cell_type), id=html.escape(visible(
+        title = _TITLES[change.action].format(type=html.escape(change.cell_type), id=html.escape(visible_controls(
             str(change.cell_id))))
-        where = " below cell " + html.escape(visible(change.cell_id)) if change.action == "insert" and \
+        where = " below cell " + html.escape(visible_controls(change.cell_id)) if change.action == "insert" and \
             change.cell_id else ""
         header = widgets.HTML(f"<div style='font-size:13px'><b>{title}{where}?</b></div>"
                               f"{diff_html(change.old, change.source)}")
@@ -141,7 +131,7 @@ async def propose(fe: Any, change: Change, *, prompt_cell: str | None) -> Decisi
         return Decision(False, "no person can see the proposal here (no widget frontend is connected)")
     request = current_call() or ApprovalRequest(f"{change.action}_cell", {"cell_id": change.cell_id}, "notebook")
     person = current_person()
-    show: Callable[[Any], None] = getattr(person, "show", None) or _OwnOutput()
+    show: Callable[[Any], None] = getattr(person, "show", None) or OwnOutput()
     timeout = getattr(person, "timeout", DEFAULT_TIMEOUT)
     waiting = _waiting.setdefault(id(show), [])
     proposal = _Proposal(change, asyncio.get_running_loop(), waiting)

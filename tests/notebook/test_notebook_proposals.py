@@ -10,7 +10,8 @@ import nbformat
 import bettong_nb
 from bettong_nb.capabilities.notebook import Change
 from bettong_nb.notebook.history import history_rows
-from bettong_nb.notebook.proposals import diff_html, provenance, visible
+from bettong_nb.notebook.proposals import diff_html, provenance
+from bettong_nb.safety.sanitize import visible_controls as visible
 
 
 def test_a_diff_is_escaped_coloured_and_shows_what_hides():
