@@ -312,14 +312,14 @@ class DuckDB:
         if statements[0].type.name != "SELECT":
             raise PermissionError("only read-only queries (SELECT, WITH, DESCRIBE, SUMMARIZE) are allowed, "
                                   f"not {_first_word(sql)}")
-        if sql in self._trees:
-            return self._trees[sql]
-        with self._lock:
-            text = self._con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0]
-        tree = json.loads(text)
-        if tree.get("error"):
-            raise PermissionError(f"this query cannot be checked, so it is refused: {tree.get('error_message')}")
-        _remember(self._trees, sql, tree)
+        tree = self._trees.get(sql)
+        if tree is not None:
+            return tree
+        with self._lock:  # the cache too: calls come from several threads
+            tree = json.loads(self._con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
+            if tree.get("error"):
+                raise PermissionError(f"this query cannot be checked, so it is refused: {tree.get('error_message')}")
+            _remember(self._trees, sql, tree)
         return tree
 
     def _scan(self, tree: dict) -> dict[int | None, list[tuple[str, str]]]:
