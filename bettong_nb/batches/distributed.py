@@ -48,7 +48,7 @@ import time
 import uuid
 from typing import Any, AsyncIterator, Mapping
 
-from ..core import budget, events
+from ..core import budget, events, policy
 from ..http import client as http
 from ..core._sync import run_sync
 from .local import PromptTemplate, amap, check_columns, fill_answers
@@ -118,6 +118,9 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
         if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
     provider, options = agent.resolve(overrides)  # unknown options fail here, before any task runs
+    # The course policy, here on the driver (each worker's runs check it again with the policy
+    # of the worker's own environment; the kernel budget there is each worker's).
+    policy.admit(provider, options)
     output_type = getattr(options, "output_type", None)
     check_columns(frame.columns, _columns(output_type), output)  # an unsupported type fails here too
     if token_budget is not None or cost_budget is not None:

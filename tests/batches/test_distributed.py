@@ -187,3 +187,14 @@ def test_a_typed_answer_gets_a_column_per_field_and_na_where_a_row_failed(cluste
     assert out.loc[7, ["sentiment", "stars"]].isna().all() and "HTTP 400" in out.loc[7, "error"]
     # the row whose value does not fit fails alone, saying so; the rest of its partition is kept
     assert out.loc[9, ["sentiment", "stars"]].isna().all() and "does not fit the column" in out.loc[9, "error"]
+
+
+def test_the_course_policy_refuses_on_the_driver_before_any_task(cluster, tmp_path, monkeypatch):
+    rules = tmp_path / "policy.json"
+    rules.write_text('{"allowed_models": ["course-model"]}')
+    monkeypatch.setenv("BETTONG_NB_POLICY", str(rules))
+    model = Model()
+    with LoopbackServer(model) as server:
+        with pytest.raises(bettong_nb.PolicyError, match="allowed_models"):
+            agent_on(server).map_frame(frame(10), prompt="Say {text}")
+    assert model.arrivals == []
