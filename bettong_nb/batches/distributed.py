@@ -14,11 +14,13 @@ primitives:
 - a ``Semaphore`` of ``max_concurrency`` leases: every model request holds one while it goes, so
   the bound is cluster-wide (a lease of a worker that died is freed after the scheduler's
   ``distributed.scheduler.locks.lease-timeout``);
-- a ``Variable`` holding what the batch spent and until when a 429 asked everyone to wait,
-  updated under a ``Lock``. Each worker process syncs with it every ``SYNC_S`` seconds and at
-  once after a 429, so a 429 on any worker pauses all of them (Retry-After honoured), and
-  ``token_budget``/``cost_budget`` cover the whole batch: workers stop launching requests once
-  it is spent (requests already in flight finish).
+- a ``Variable`` holding what the batch spent, what requests under way hold of its budget and
+  until when a 429 asked everyone to wait, updated under a ``Lock``. Each worker process syncs
+  with it every ``SYNC_S`` seconds and at once after a 429, so a 429 on any worker pauses all of
+  them (Retry-After honoured). With ``token_budget``/``cost_budget``, every request first holds
+  its estimate there (one round trip under the lock, before it waits for a slot), so the budget
+  covers the whole batch and is passed only by what requests under way spend beyond their
+  estimates (their answers, unless max_tokens is set).
 
 The result has the answer column and ``error``: NA and the reason for each row that has no
 answer (its budget was spent, it failed). With ``resume=`` a directory every worker can reach,
@@ -48,7 +50,7 @@ import time
 import uuid
 from typing import Any, AsyncIterator, Mapping
 
-from ..core import budget, events, policy
+from ..core import budget, events, policy, portable
 from ..http import client as http
 from ..core._sync import run_sync
 from .local import PromptTemplate, amap, check_columns, fill_answers
@@ -121,6 +123,12 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
     # The course policy, here on the driver (each worker's runs check it again with the policy
     # of the worker's own environment; the kernel budget there is each worker's).
     policy.admit(provider, options)
+    if overrides.get("api_key") is not None:
+        where = getattr(provider, "_key_env", None) or f"{getattr(provider, 'name', 'provider').upper()}_API_KEY"
+        raise ValueError(f"api_key= never travels to Dask workers (it would sit in the task graph in clear): "
+                         f"give the workers the key in their environment, e.g. "
+                         f"Client(LocalCluster(env={{{where!r}: key}}))")
+    overrides = portable.withheld(overrides)  # a base_url's credentials are read on the workers too
     output_type = getattr(options, "output_type", None)
     check_columns(frame.columns, _columns(output_type), output)  # an unsupported type fails here too
     if token_budget is not None or cost_budget is not None:
@@ -131,7 +139,7 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
         raise TypeError(f"this agent cannot travel to Dask workers: {exc}") from exc
 
     batch = f"bettong-batch-{uuid.uuid4().hex}"
-    Variable(f"{batch}-state", client).set({"spent": [0] * len(_USAGE_FIELDS), "paused_until": 0.0})
+    Variable(f"{batch}-state", client).set({"spent": [0] * len(_USAGE_FIELDS), "reserved": 0, "paused_until": 0.0})
     if max_concurrency is not None:
         Semaphore(max_leases=max_concurrency, name=f"{batch}-slots").register()
     plan = _Plan(batch=batch, partitions=frame.npartitions, agent=pickled, prompt=prompt, output=output,
@@ -231,8 +239,8 @@ class _Shared:
             _SharedBudget("batch", plan.token_budget, plan.cost_budget, plan.prices, shared=self)
         self.users = 0
         self.paused_until = 0.0  # wall clock: comparable across processes
-        self._known = ZERO  # the batch's spend as last read from the scheduler
         self._pending = ZERO  # spent here, not yet added there
+        self._freed = 0  # reservations of requests over here, not yet taken off there
         self._pause_wanted = 0.0
         self._guard = threading.Lock()
         self._one_sync = asyncio.Lock()  # the periodic sync and a partition's last one do not overlap
@@ -289,13 +297,17 @@ class _Shared:
 
     # the budget's view
 
-    def spent(self) -> Usage:
-        with self._guard:
-            return self._known + self._pending
+    async def take(self, budget: "_SharedBudget", estimate: int) -> str | None:
+        """Hold ``estimate`` of the batch's budget on the scheduler, under the batch's lock, or
+        say why not: every process sees every other's spend and holdings at once."""
+        leased = asyncio.run_coroutine_threadsafe(self._sync(budget, estimate), self.loop)
+        return await asyncio.wrap_future(leased)
 
-    def charge(self, usage: Usage) -> None:
+    def settle(self, usage: Usage | None, estimate: int) -> None:
         with self._guard:
-            self._pending += usage
+            self._pending += usage or ZERO
+            self._freed += estimate
+        self._poke()  # the holding goes back soon: the others may be waiting for it
 
     # on the worker's loop
 
@@ -311,19 +323,28 @@ class _Shared:
             with contextlib.suppress(Exception):  # the scheduler busy or gone: the next sync tries again
                 await self._sync()
 
-    async def _sync(self) -> None:
+    async def _sync(self, budget: "_SharedBudget | None" = None, estimate: int = 0) -> str | None:
         async with self._one_sync:
-            await self._sync_now()
+            return await self._sync_now(budget, estimate)
 
-    async def _sync_now(self) -> None:
+    async def _sync_now(self, budget: "_SharedBudget | None", estimate: int) -> str | None:
+        """Add this process's spend, freed holdings and pause to the batch's state; with ``budget``,
+        also hold ``estimate`` of it unless that would break it (then say why)."""
         with self._guard:
             pending, self._pending = self._pending, ZERO
+            freed, self._freed = self._freed, 0
             pause = self._pause_wanted
+        why = None
         try:
-            if pending != ZERO or pause > 0:
+            if pending != ZERO or freed or pause > 0 or budget is not None:
                 async with self.lock:
                     state = await self.state.get()
-                    state = {"spent": [a + b for a, b in zip(state["spent"], _fields(pending))],
+                    spent = [a + b for a, b in zip(state["spent"], _fields(pending))]
+                    reserved = state["reserved"] - freed
+                    if budget is not None:
+                        why = budget.refusal(estimate, spent=Usage(*spent), reserved=reserved)
+                        reserved += estimate if why is None else 0
+                    state = {"spent": spent, "reserved": reserved,
                              "paused_until": max(state["paused_until"], pause)}
                     await self.state.set(state)
             else:
@@ -331,12 +352,13 @@ class _Shared:
         except Exception:
             with self._guard:
                 self._pending += pending  # tried again at the next sync
+                self._freed += freed
             raise
         with self._guard:
             if self._pause_wanted == pause:
                 self._pause_wanted = 0.0
-            self._known = Usage(*state["spent"])
             self.paused_until = max(self.paused_until, state["paused_until"])
+        return why
 
 
 class _Slots:
@@ -435,16 +457,15 @@ def _fields(usage: Usage) -> list[int]:
 
 @dataclasses.dataclass
 class _SharedBudget(budget.Budget):
-    """A batch budget whose spend is the whole cluster's, as this process last saw it."""
+    """A batch budget whose spend and holdings are the whole cluster's, kept on the scheduler."""
 
     shared: Any = None
 
-    def refusal(self, estimate: int) -> str | None:
-        self.spent = self.shared.spent()
-        return super().refusal(estimate)
+    async def take(self, estimate: int) -> str | None:
+        return await self.shared.take(self, estimate)
 
-    def charge(self, usage: Usage) -> None:
-        self.shared.charge(usage)
+    def settle(self, usage: Usage | None, estimate: int) -> None:
+        self.shared.settle(usage, estimate)
 
 
 class _Done:
@@ -538,7 +559,8 @@ def _run_partition(part: Any, plan: _Plan, partition_info: Mapping[str, Any] | N
         with http.gated(shared), events.scope("batch.partition", parent=plan.trace, index=number,
                                               worker=shared.worker):
             results = run_sync(amap(runner, todo, concurrency=plan.concurrency, progress=False,
-                                    budgets=[shared.budget] if shared.budget is not None else [], **plan.overrides))
+                                    budgets=[shared.budget] if shared.budget is not None else [],
+                                    **portable.filled(plan.overrides)))
     finally:
         shared.leaving()
         agent.close()

@@ -24,55 +24,12 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..core import budget, events, images, usage
 from ..core._sync import awaited, run_sync
-from ..core.results import Ledger, RunResult
+from ..core.results import Batch, RunResult, was_cancelled
 from ..core.usage import duration_text
 from ..core.structured import Shape
 
 __all__ = ["Batch", "amap", "amap_frame", "map_frame", "map_prompts", "Progress", "install_progress", "tally",
            "check_columns", "PromptTemplate", "answer_column", "fill_answers"]
-
-
-class Batch(list, Ledger):
-    """The results of a batch, in input order, plus its totals."""
-
-    prices: Mapping[str, float] | None = None
-
-    @property
-    def usage(self) -> usage.Usage:
-        return sum((r.usage for r in self), usage.ZERO)
-
-    @property
-    def requests(self) -> list:
-        return [record for r in self for record in r.requests]
-
-    @property
-    def tool_calls(self) -> list:
-        return [call for r in self for call in r.tool_calls]
-
-    @property
-    def failed(self) -> list[RunResult]:
-        """The items that raised (cancelled ones are in :attr:`cancelled`)."""
-        return [r for r in self if r.error is not None and not _was_cancelled(r)]
-
-    @property
-    def cancelled(self) -> list[RunResult]:
-        """The items a cancel (Ctrl-C, the stop button) stopped or never started."""
-        return [r for r in self if _was_cancelled(r)]
-
-    def usage_frame(self, prices: Mapping[str, float] | None = None, *, full: bool = False):
-        """One row per model request, with an ``item`` column (the input's position)."""
-        frame = super().usage_frame(prices, full=full)
-        frame.insert(0, "item", [i for i, r in enumerate(self) for _ in r.requests])
-        return frame
-
-    def tool_frame(self):
-        frame = super().tool_frame()
-        frame.insert(0, "item", [i for i, r in enumerate(self) for _ in r.tool_calls])
-        return frame
-
-
-def _was_cancelled(result: RunResult) -> bool:
-    return isinstance(result.error, asyncio.CancelledError)
 
 
 def tally(done: int, failed: int, cancelled: int) -> str:
@@ -121,7 +78,7 @@ class Progress:
             self.cost += result.cost(self.prices)
             if result.error is None:
                 self.done += 1
-            elif _was_cancelled(result):
+            elif was_cancelled(result):
                 self.cancelled += 1
             else:
                 self.failed += 1

@@ -59,7 +59,7 @@ from typing import Any, Mapping
 
 from ..safety.rooted import Root, read_up_to
 from ..core.capability import Tool, ToolOutput
-from ..core.portable import rebuild
+from ..core.portable import rebuild, withheld
 from ..safety.secrets import is_credential_path
 
 __all__ = ["duckdb", "DuckDB", "MAX_DATA_ROWS", "MAX_DATA_BYTES"]
@@ -150,7 +150,7 @@ class DuckDB:
         """Pickled (for a Dask worker) as its settings, the root as the real path it was pinned to;
         the connection is made again there."""
         settings = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
-        return rebuild, (type(self), {**settings, "root": self._root_path})
+        return rebuild, (type(self), withheld({**settings, "root": self._root_path}))
 
     # --- setup --------------------------------------------------------------------------------
 

@@ -60,6 +60,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..safety import secrets
 from ..core.capability import Tool, ToolOutput
+from ..core.portable import filled, withheld
 from ..core.images import MEDIA_TYPES, Image
 
 __all__ = ["MCP", "McpError", "mcp", "MAX_RESTARTS"]
@@ -309,10 +310,13 @@ class MCP:
 
     @property
     def id(self) -> str:
-        """The given id, else the server's name from its initialize (or discover) result."""
+        """The given id, else ``mcp:<name>`` with the server's name from its initialize (or discover)
+        result, else ``mcp``."""
         if self._id is None:
             self._ensure_listed()
-            self._id = self._server_name or "mcp"  # a 2026 server need not name itself
+            # never the server's name alone: a server calling itself "filesystem" must not pass
+            # for that capability in an approval rule
+            self._id = f"mcp:{self._server_name}" if self._server_name else "mcp"
         return self._id
 
     @property
@@ -380,31 +384,35 @@ class MCP:
 
     def secret_values(self) -> list[str]:
         """Values this capability holds that must never reach the model: credential-named
-        ``env=`` values, credential header values and a password in the URL."""
+        ``env=`` values, the credentials inside any ``env=`` value or the URL (a password, a
+        ``?token=``), and credential header values."""
         values = secrets.credential_values(self.env or {})
+        for value in (self.env or {}).values():  # DSN=postgres://u:pw@db, CONFIG=...?token=...
+            values += secrets.embedded_credentials(value)
         for name, value in (self._headers or {}).items():
             if secrets.is_credential_name(name) or name.lower() in _SENSITIVE_HEADERS:
                 values += [value, value.split()[-1]] if value.split() else []
-        if self.url is not None and urlsplit(self.url).password:
-            values.append(urlsplit(self.url).password)
+        if self.url is not None:
+            values += secrets.embedded_credentials(self.url)
         return list(dict.fromkeys(values))
 
     def __reduce__(self) -> tuple:
-        """Pickled (for a Dask worker) as its settings: no server, no connection, no secret. A
-        credential-named ``env=`` value is read from the unpickling process's environment under
-        the same name; a credential header or a password in the URL cannot travel at all."""
+        """Pickled (for a Dask worker) as its settings: no server, no connection, no secret. An
+        ``env=`` value that holds a credential (by its name or in its value, as
+        :func:`~bettong_nb.safety.secrets.stripped_env` judges) is read from the unpickling
+        process's environment under the same name; credentials in the URL as
+        :mod:`bettong_nb.core.portable` says; a credential header cannot travel at all."""
         sensitive = [name for name in self._headers or {}
                      if secrets.is_credential_name(name) or name.lower() in _SENSITIVE_HEADERS]
-        if sensitive or (self.url is not None and urlsplit(self.url).password):
-            raise TypeError(f"an MCP capability with credentials in its {'headers' if sensitive else 'URL'} cannot be "
+        if sensitive:
+            raise TypeError("an MCP capability with credentials in its headers cannot be "
                             "pickled (its secret would travel with it): build it where it runs")
         env = self.env or {}
+        plain = secrets.stripped_env(env)
         settings = {"command": self.command, "url": self.url, "cwd": self.cwd, "headers": self._headers, "id": self._id,
                     "tools": self.tool_names, "instructions": self._instructions, "timeout": self.timeout,
-                    "start_timeout": self.start_timeout,
-                    "env": None if self.env is None else
-                    {k: v for k, v in env.items() if not secrets.is_credential_name(k)}}
-        return _rebuilt, (settings, [k for k in env if secrets.is_credential_name(k)])
+                    "start_timeout": self.start_timeout, "env": None if self.env is None else plain}
+        return _rebuilt, (withheld(settings), [k for k in env if k not in plain])
 
     def __repr__(self) -> str:
         where = f"command={list(self.command)!r}" if self.command is not None else f"url={self._safe_url()!r}"
@@ -435,6 +443,10 @@ class MCP:
         environment are left to the agent's redaction, which counts them."""
         known = set(secrets.credential_values())
         return secrets.redact(text, extra=[v for v in self.secret_values() if v not in known])
+
+    def _error(self, text: str) -> McpError:
+        """Every McpError is made here, so none carries a secret (a server's stderr tail prints its env)."""
+        return McpError(self._scrub(text))
 
     def _transport(self, stack: AsyncExitStack, conn: _Connection) -> Any:
         if self.url is not None:
@@ -497,10 +509,10 @@ class MCP:
             tail = conn.stderr_tail()
             await conn.close()
             if isinstance(exc, TimeoutError):
-                raise McpError(f"{self._label()} did not start within {self.start_timeout:g} s{tail}") from None
+                raise self._error(f"{self._label()} did not start within {self.start_timeout:g} s{tail}") from None
             if isinstance(exc, Exception):
                 failed = "could not start" if self.command is not None else "could not be reached"
-                raise McpError(self._scrub(f"{self._label()} {failed}: {_reason(exc)}{tail}")) from None
+                raise self._error(f"{self._label()} {failed}: {_reason(exc)}{tail}") from None
             raise
         client = conn.client
         info = client.server_info
@@ -520,9 +532,9 @@ class MCP:
                 self._failures += 1
                 await conn.close()
             if _exiting:
-                raise McpError(f"{self._label()} is not started while the interpreter exits")
+                raise self._error(f"{self._label()} is not started while the interpreter exits")
             if self._failures > MAX_RESTARTS:
-                raise McpError(f"gave up on {self._label()}: it stopped or failed to start {self._failures} times "
+                raise self._error(f"gave up on {self._label()}: it stopped or failed to start {self._failures} times "
                                f"in a row, and was restarted {MAX_RESTARTS} times; await start() to try again")
             try:
                 self._conn = await self._connect()
@@ -539,9 +551,9 @@ class MCP:
             result = await send(conn.client)
         except Exception as exc:
             if _timed_out(exc):
-                raise TimeoutError(f"{what} took longer than {limit:g} s and was cancelled") from None
+                raise TimeoutError(self._scrub(f"{what} took longer than {limit:g} s and was cancelled")) from None
             if not (conn.lost or _connection_lost(exc)):
-                raise McpError(self._scrub(f"{what} failed: {_reason(exc)}")) from None
+                raise self._error(f"{what} failed: {_reason(exc)}") from None
             tail = conn.stderr_tail()
             async with self._connect_lock:
                 if self._conn is conn:
@@ -550,7 +562,7 @@ class MCP:
             await conn.close()
             then = ("it restarts on the next call" if self._failures <= MAX_RESTARTS else
                     f"it will not be restarted again ({MAX_RESTARTS} restarts in a row all ended the same way)")
-            raise McpError(self._scrub(f"{self._label()} stopped during {what} ({_reason(exc)}); {then}{tail}")) from None
+            raise self._error(f"{self._label()} stopped during {what} ({_reason(exc)}); {then}{tail}") from None
         self._failures = 0
         return result
 
@@ -576,7 +588,7 @@ class MCP:
             missing = [n for n in self.tool_names if n not in {t.name for t in listed}]
             if missing:
                 self._stale = True
-                raise McpError(f"{self._label()} has no tool {', '.join(missing)}; "
+                raise self._error(f"{self._label()} has no tool {', '.join(missing)}; "
                                f"it has: {', '.join(t.name for t in listed) or 'none'}")
             listed = [t for t in listed if t.name in self.tool_names]
         self._listing = [self._as_tool(t) for t in listed]
@@ -602,6 +614,7 @@ class MCP:
         texts, images = _result_parts(result)
         text, redactions = self._scrubbed("\n".join(texts))
         if result.is_error:
+            # scrubbed above, counted: the one McpError not made by _error
             raise McpError(text or f"{name} failed without saying why", redactions=redactions)
         if images:
             text = text or f"[{len(images)} image{'s' if len(images) > 1 else ''}]"
@@ -625,6 +638,7 @@ def _reason(exc: BaseException) -> str:
 
 def _rebuilt(settings: Mapping[str, Any], from_environment: list[str]) -> MCP:
     """An unpickled MCP capability: its credential-named env values from this process's environment."""
+    settings = filled(settings)
     env = settings["env"]
     if env is not None:
         env = {**env, **{name: os.environ[name] for name in from_environment if name in os.environ}}

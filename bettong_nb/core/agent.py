@@ -20,18 +20,17 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Se
 from urllib.parse import urlsplit
 
 from ..safety import secrets
-from . import approvals, budget, events, hooks, images, kernel, policy, structured, usage
+from . import approvals, budget, events, hooks, images, kernel, policy, portable, structured, usage
 from . import capability as cap
 from ._sync import awaited, run_sync
 from ..errors import ServiceError
 from .images import Prompt
 from .options import PROVIDER_OPTIONS, Options, takes_options
 from .provider import CallableProvider, Provider, Request, Response, SystemBlock, checked
-from .results import RunResult, ToolCall
+from .results import Batch, RunResult, ToolCall
 from ..safety.sanitize import clean, clean_text
 
 if TYPE_CHECKING:
-    from ..batches.local import Batch
     from .session import Session
 
 __all__ = ["Agent", "ModelAgent", "Prompt", "Toolbox", "BASE_SYSTEM_PROMPT", "execute", "prepare", "system_prompt",
@@ -312,23 +311,25 @@ async def _steps(run: _Run, provider: Provider, provider_name: str | None, host:
             return run.result(None, False, stop_reason="max_steps", reason=f"hit max_steps ({options.max_steps})")
         request = Request(messages=list(run.history), system=[SystemBlock(system, cache=True)],
                           tools=toolbox.tools, **fields)
-        if budgets:
-            estimate = budget.estimate_tokens(system, request.messages, toolbox.tools, request.max_tokens)
-            if (why := next(filter(None, (b.refusal(estimate) for b in budgets)), None)) is not None:
-                listener(events.BudgetExceeded(why))
-                return run.result(None, False, stop_reason="budget", reason=why)
+        estimate = budget.estimate_tokens(system, request.messages, toolbox.tools, request.max_tokens) \
+            if budgets else 0
+        # held before the request waits for a slot (a batch's), so requests waiting count too
+        if (why := await budget.take(budgets, estimate)) is not None:
+            listener(events.BudgetExceeded(why))
+            return run.result(None, False, stop_reason="budget", reason=why)
         listener(events.ModelRequest(run.steps + 1, request.model, request.messages))
         sent_at, started = time.time(), time.perf_counter()
+        response = None
         try:
             response = checked(await (provider.stream(request, listener) if options.stream
                                       else provider.complete(request)), provider_name or "the provider")
         except ServiceError as err:  # whatever path made it, the message holds no secret
             raise err.redact(run.secrets) from None
+        finally:
+            budget.settle(budgets, None if response is None else response.usage, estimate)
         latency = time.perf_counter() - started
         run.steps += 1
         run.spent += response.usage
-        for b in budgets:
-            b.charge(response.usage)
         record = usage.RequestRecord(1, run.steps, response.model or request.model, latency, response.usage,
                                      provider_name, sent_at, images=run.carried(), host=host, cell=run.cell,
                                      reported_cost=response.cost)
@@ -397,12 +398,16 @@ class ModelAgent:
         self._kept: tuple[tuple, Toolbox] | None = None  # the last run's toolbox and its inputs
 
     def __getstate__(self) -> dict:
-        """Pickled (for a Dask worker) as its options and provider factory, never ``api_key``:
-        the provider is made again where it lands and reads its key from that environment."""
-        return {"options": replace(self.options, api_key=None), "factory": self._factory}
+        """Pickled (for a Dask worker) as its options and provider factory, never ``api_key`` nor
+        the credentials of ``base_url`` (see :mod:`.portable`): the provider is made again where it
+        lands and reads them from that environment."""
+        return {"options": replace(self.options, api_key=None, base_url=portable.withheld(self.options.base_url)),
+                "factory": self._factory}
 
     def __setstate__(self, state: dict) -> None:
-        self.options, self._factory = state["options"], state["factory"]
+        options = state["options"]
+        self.options = replace(options, base_url=portable.filled(options.base_url))
+        self._factory = state["factory"]
         self.provider = self._own_provider()
         self._kept = None
 

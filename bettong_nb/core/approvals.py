@@ -161,9 +161,10 @@ def ask_in_terminal(request: ApprovalRequest) -> Verdict:
     """Ask y/N on stdin; anything but y/yes denies. A yes is a person's when stdin and stdout
     are a terminal; a piped answer is an automatic one. What the model wrote (the tool name, its
     arguments) reaches the terminal without control sequences."""
-    from ..safety.sanitize import terminal_text
+    from ..safety.sanitize import terminal_text, visible_controls
 
-    shown = terminal_text(f"{request.tool} {json.dumps(request.args, ensure_ascii=False, default=str)}")
+    # invisible characters shown, not dropped: the person judges what runs
+    shown = terminal_text(visible_controls(f"{request.tool} {json.dumps(request.args, ensure_ascii=False, default=str)}"))
     print(f"Allow {shown} ? [y/N] ", end="", flush=True)
     try:
         answer = input()

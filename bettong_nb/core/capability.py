@@ -295,8 +295,15 @@ def registry(capabilities: Iterable[Any] | None) -> dict[str, RegisteredTool]:
     reshuffles, and the cached prefix survives.
     """
     tools: dict[str, RegisteredTool] = {}
+    ids: set[str] = set()
     for cap in capabilities or ():
         cap_id = capability_id(cap)
+        if cap_id is not None:
+            # an approval rule names a capability by its id: two of one id would share its rules
+            if cap_id in ids:
+                raise ToolError(f"Two capabilities have the id {cap_id!r}: give one of them another id= "
+                                "(approval rules and records name a capability by its id)")
+            ids.add(cap_id)
         for spec in capability_tools(cap):
             name = _get(spec, "name")
             if not isinstance(name, str) or not name.strip():

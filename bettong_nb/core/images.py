@@ -39,7 +39,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..safety.sanitize import MEDIA_TYPES
 
-__all__ = ["Prompt", "Image", "ImageError", "MEDIA_TYPES", "DEFAULT_MAX_SIDE", "DEFAULT_MAX_BYTES", "as_image", "is_image",
+__all__ = ["Prompt", "Image", "ImageError", "check_decodes", "MEDIA_TYPES", "DEFAULT_MAX_SIDE", "DEFAULT_MAX_BYTES", "as_image", "is_image",
            "bounded", "thumbnail", "prompt_content", "prepared", "count", "tokens", "without_bytes"]
 
 Prompt = str | Sequence[Any]  # what a run is asked: a str, or parts (str and images)
@@ -263,6 +263,16 @@ def _decoded(image: Image) -> Any:
     except Exception as exc:  # Pillow's plugins raise many kinds (OSError, SyntaxError, EOFError, ValueError...)
         raise ImageError(f"this {image.media_type} image ({image.width}×{image.height} px by its header) is damaged "
                          f"or cut short: {type(exc).__name__}: {exc}") from None
+
+
+def check_decodes(image: Image) -> None:
+    """ImageError unless Pillow decodes ``image`` (damaged data, a header and no data, more pixels
+    than it decodes safely); without Pillow only the header was checked (what sending checks too)."""
+    try:
+        import PIL  # noqa: F401
+    except ImportError:
+        return
+    _decoded(image)
 
 
 def _downscaled(image: Image, picture: Any, max_side: int, max_bytes: int) -> Image:

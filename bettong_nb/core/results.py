@@ -10,13 +10,14 @@ results, sessions and batches share.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from . import hooks, usage
 
-__all__ = ["ToolCall", "RunResult", "Ledger", "STOPPED"]
+__all__ = ["ToolCall", "RunResult", "Batch", "Ledger", "STOPPED", "was_cancelled"]
 
 # How a stop reads for a person, wherever it is shown: the reason the model read is an
 # instruction to it ("do not call more tools..."), not news to the person who pressed Stop.
@@ -194,3 +195,47 @@ def _walk(tokens: list[dict]):
     for token in tokens:
         yield token
         yield from _walk(token.get("children") or [])
+
+
+class Batch(list, Ledger):
+    """The results of a batch, in input order, plus its totals."""
+
+    prices: Mapping[str, float] | None = None
+
+    @property
+    def usage(self) -> usage.Usage:
+        return sum((r.usage for r in self), usage.ZERO)
+
+    @property
+    def requests(self) -> list:
+        return [record for r in self for record in r.requests]
+
+    @property
+    def tool_calls(self) -> list:
+        return [call for r in self for call in r.tool_calls]
+
+    @property
+    def failed(self) -> list[RunResult]:
+        """The items that raised (cancelled ones are in :attr:`cancelled`)."""
+        return [r for r in self if r.error is not None and not was_cancelled(r)]
+
+    @property
+    def cancelled(self) -> list[RunResult]:
+        """The items a cancel (Ctrl-C, the stop button) stopped or never started."""
+        return [r for r in self if was_cancelled(r)]
+
+    def usage_frame(self, prices: Mapping[str, float] | None = None, *, full: bool = False):
+        """One row per model request, with an ``item`` column (the input's position)."""
+        frame = super().usage_frame(prices, full=full)
+        frame.insert(0, "item", [i for i, r in enumerate(self) for _ in r.requests])
+        return frame
+
+    def tool_frame(self):
+        frame = super().tool_frame()
+        frame.insert(0, "item", [i for i, r in enumerate(self) for _ in r.tool_calls])
+        return frame
+
+
+def was_cancelled(result: RunResult) -> bool:
+    """A batch item that a cancel (Ctrl-C, the stop button) stopped or never started."""
+    return isinstance(result.error, asyncio.CancelledError)

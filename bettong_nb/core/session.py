@@ -18,7 +18,7 @@ import collections
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from . import budget, events, hooks, usage
 from ._sync import awaited, run_sync
@@ -27,8 +27,6 @@ from ..errors import OptionError
 from .options import Options, takes_options
 from .results import Ledger, RunResult
 
-if TYPE_CHECKING:
-    from ..records.saving import Saved
 
 __all__ = ["Session"]
 
@@ -210,10 +208,11 @@ class Session(Ledger):
         ``.html``, ``.ipynb`` or ``.json`` (as :meth:`save`). See :mod:`bettong_nb.export`."""
         return hooks.call("export", self, path)
 
-    def restore(self, saved: "Saved") -> "Session":
-        """Continue a saved conversation (``bettong_nb.load_session`` calls this): its transcript
-        exactly as saved, its turns and usage, and the tools its cached prefix holds. When the
-        save redacted the transcript, the next turn warns (a CacheWarning) that it misses the cache."""
+    def restore(self, saved: Any) -> "Session":
+        """Continue a saved conversation (a ``records.saving.Saved``; ``bettong_nb.load_session``
+        calls this): its transcript exactly as saved, its turns and usage, and the tools its cached
+        prefix holds. When the save redacted the transcript, the next turn warns (a CacheWarning)
+        that it misses the cache."""
         self.transcript, self.results, self.turns = list(saved.transcript), saved.results, saved.turns
         self.usage, self.requests, self.tool_calls = saved.usage, list(saved.requests), list(saved.tool_calls)
         self._tools, self._redacted_on_save = saved.tools, saved.transcript_redactions

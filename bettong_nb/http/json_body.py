@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
-__all__ = ["Encoded", "Reuse", "array", "body", "encode", "loads"]
+__all__ = ["Encoded", "Reuse", "array", "body", "encode", "loads", "depth_within", "MAX_DEPTH"]
 
 T = TypeVar("T")
 
@@ -46,12 +46,12 @@ def loads(text: str | bytes) -> Any:
     else:
         opening = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
         # counting is cheap, and most text has too few brackets to nest that deep
-        if sum(map(text.count, opening)) <= MAX_DEPTH or _depth_within(value, MAX_DEPTH):
+        if sum(map(text.count, opening)) <= MAX_DEPTH or depth_within(value, MAX_DEPTH):
             return value
     raise ValueError(f"JSON nested more than {MAX_DEPTH} levels deep")
 
 
-def _depth_within(value: Any, limit: int) -> bool:
+def depth_within(value: Any, limit: int) -> bool:
     """Whether ``value`` nests at most ``limit`` containers deep (walked without recursion)."""
     stack = [(value, 1)]
     while stack:

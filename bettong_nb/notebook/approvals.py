@@ -41,6 +41,7 @@ from ..core.approvals import Allow, ApprovalRequest, Deny, Verdict, _person_said
 from ..core.results import STOPPED
 from ..records.transcript_html import ERROR_COLOUR, MUTED_STYLE, OK_COLOUR, css_id
 from . import interrupts
+from ..safety.sanitize import visible_controls
 from .display import decision_text, decisions_bundle
 
 __all__ = ["ButtonApprover", "ask_with_buttons", "frontend_connected", "HEADLESS_POLICIES", "STOP_REASON",
@@ -143,11 +144,14 @@ class _Prompt:
         import ipywidgets as widgets
 
         self.request, self.loop, self.future, self.on_decided = request, loop, future, on_decided
-        args = json.dumps(request.args, ensure_ascii=False, indent=2, default=str)
-        where = f" <span style='opacity:.7'>(capability: {html.escape(str(request.capability))})</span>" \
-            if request.capability else ""
+        # what the model wrote, its invisible characters shown: a bidi control must not make the
+        # call read as another than the one that runs
+        args = visible_controls(json.dumps(request.args, ensure_ascii=False, indent=2, default=str))
+        where = f" <span style='opacity:.7'>(capability: {html.escape(visible_controls(str(request.capability)))})" \
+            "</span>" if request.capability else ""
         header = widgets.HTML(
-            f"<div style='font-size:13px'><b>Allow <code>{html.escape(request.tool)}</code>?</b>{where}</div>"
+            f"<div style='font-size:13px'><b>Allow <code>{html.escape(visible_controls(str(request.tool)))}</code>?</b>"
+            f"{where}</div>"
             f"<pre style='white-space:pre-wrap;word-break:break-word;margin:4px 0;max-height:16em;overflow:auto'>"
             f"{html.escape(args)}</pre>")
         self.allow = widgets.Button(description="Allow", button_style="success",

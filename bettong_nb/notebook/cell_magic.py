@@ -21,6 +21,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from ..core import policy
+from ..safety.hidden import hides, is_frame, without_hidden
 from .interpolation import interpolate
 from .runner import SESSION_NAME, Plan
 
@@ -183,7 +184,12 @@ def _data_capability(magics: AgentMagics, names: str, session: Any) -> Any:
             raise UsageError(f"--data: no variable named {word!r} in your namespace, and no folder by that name. "
                              + DATA_USAGE)
         else:
-            frames[word] = magics.shell.user_ns[word]
+            value = magics.shell.user_ns[word]
+            if hides(word, value):
+                raise UsageError(f"--data: {word} is named like a credential, so what it holds is hidden from "
+                                 "the agent (as the namespace capability hides it); rename it to query it")
+            # what the namespace capability hides, SQL does not read: credential-named text columns
+            frames[word] = without_hidden(value) if is_frame(value) else value
     if len(folders) > 1:
         raise UsageError(f"--data takes one folder at most; got {', '.join(folders)}")
     if any(getattr(c, "id", None) == "duckdb" for c in session.options.capabilities):

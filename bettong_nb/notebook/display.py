@@ -21,7 +21,7 @@ from ..batches.local import tally
 from ..core.results import ToolCall
 
 # The live view draws with the transcript's own pieces and styles, so both look the same.
-from ..safety.sanitize import html_answer
+from ..safety.sanitize import html_answer, visible_controls
 from ..records.terminal import args_preview, call_line
 from ..records.transcript_html import (BOX_STYLE, ERROR_COLOUR, MUTED_STYLE, PROSE_STYLE,
     RESULT_PREVIEW_CHARS, TEXT_STYLE, answer_html, css_id, esc, folded_html, result_html, session_html,
@@ -82,7 +82,7 @@ def _show(bundle: dict) -> Any:
 
 def decision_text(request: Any, line: str) -> str:
     """A decided prompt's record where no tool call is shown beside it: ``tool(args…) — line``."""
-    return f"{request.tool}({args_preview(request.args)}) — {line}"
+    return f"{visible_controls(str(request.tool))}({args_preview(request.args)}) — {line}"
 
 
 def decisions_bundle(lines: list[str]) -> dict:

@@ -21,6 +21,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from ..safety.hidden import held_strings
 from .excerpts import head, tail
 
 __all__ = ["ErrorLog", "CODE_CHARS", "TRACEBACK_CHARS", "KEEP"]
@@ -59,8 +60,12 @@ class ErrorLog:
             return
         count = result.execution_count or 0
         code = result.info.raw_cell if result.info is not None else ""
-        self.errors[count] = (f"In [{count}]:\n{head(code.strip(), CODE_CHARS)}\n\n"
-                              f"{tail(self._traceback(error), TRACEBACK_CHARS)}")
+        # what the namespace tool hides is hidden here too: the text held under credential names
+        # in the person's namespace and in the locals of every frame the traceback shows
+        held = held_strings(getattr(self.shell, "user_ns", None) or {})
+        held += [text for frame, _ in traceback.walk_tb(error.__traceback__) for text in held_strings(frame.f_locals)]
+        self.errors[count] = (f"In [{count}]:\n{head(code.strip(), CODE_CHARS, extra=held)}\n\n"
+                              f"{tail(self._traceback(error), TRACEBACK_CHARS, extra=held)}")
         self.last = count
         while len(self.errors) > KEEP:
             del self.errors[next(iter(self.errors))]

@@ -10,6 +10,8 @@ Redacting the whole text is cheap (a linear scan), so nothing is kept in reserve
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from ..safety import secrets
 
 __all__ = ["NOTE_CHARS", "head", "tail"]
@@ -17,13 +19,13 @@ __all__ = ["NOTE_CHARS", "head", "tail"]
 NOTE_CHARS = 40  # the most a cut's note ("… (N more characters)") adds to the limit
 
 
-def head(text: str, limit: int) -> str:
-    """The first ``limit`` characters of ``text`` with its secrets redacted."""
-    text = secrets.redact(text)[0]
+def head(text: str, limit: int, *, extra: Iterable[str] = ()) -> str:
+    """The first ``limit`` characters of ``text`` with its secrets (and ``extra``) redacted."""
+    text = secrets.redact(text, extra=extra)[0]
     return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters)"
 
 
-def tail(text: str, limit: int) -> str:
-    """The last ``limit`` characters of ``text`` with its secrets redacted."""
-    text = secrets.redact(text)[0]
+def tail(text: str, limit: int, *, extra: Iterable[str] = ()) -> str:
+    """The last ``limit`` characters of ``text`` with its secrets (and ``extra``) redacted."""
+    text = secrets.redact(text, extra=extra)[0]
     return text if len(text) <= limit else f"… ({len(text) - limit} characters before)\n" + text[-limit:]

@@ -38,7 +38,7 @@ import time
 from typing import Any
 
 from ..errors import UserError
-from .._kernel import jupyter_kernel
+from ..core.kernel import jupyter_kernel
 
 __all__ = ["FrontendError", "Frontend", "connect", "current_cell_id", "TARGET"]
 

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..safety import secrets
+from ..safety.hidden import HIDDEN, held_strings, hides, shown_text, without_hidden
 from ..core.images import Image, as_image
 from .excerpts import NOTE_CHARS, head
 
@@ -119,11 +120,11 @@ def _columns(frame: Any, room: int) -> str:
     return "\n".join(lines)
 
 
-def _redacted_cells(rows: Any) -> Any:
+def _redacted_cells(rows: Any, held: list[str]) -> Any:
     """The preview's rows with their text cells redacted before pandas cuts them to its column
     width (see .excerpts); a cell with nothing to redact keeps its value and its formatting."""
     def cell(value: Any) -> Any:
-        text, count = secrets.redact(value if isinstance(value, str) else str(value))
+        text, count = secrets.redact(value if isinstance(value, str) else str(value), extra=held)
         return text if count else value
 
     if rows.ndim == 1:
@@ -135,36 +136,52 @@ def _redacted_cells(rows: Any) -> Any:
     return rows
 
 
-def render_value(value: Any) -> str:
-    """How a value reads in a prompt (see the module doc)."""
+def render_value(value: Any, *, name: Any = None, held: Iterable[str] = ()) -> str:
+    """How a value reads in a prompt (see the module doc): hidden as the namespace tool hides it
+    (:mod:`bettong_nb.safety.hidden`) when ``name`` or what it holds looks like a credential,
+    and redacted of ``held`` too."""
+    held = list(held)
+    if hides(name, value) or (_is_frame(value) and value.ndim == 1 and hides(value.name, value)):
+        return HIDDEN
     if isinstance(value, str):
-        return secrets.redact(value)[0]  # never cut: the person chose to send it
+        return secrets.redact(value, extra=held)[0]  # never cut: the person chose to send it
     if _is_frame(value):
+        value = without_hidden(value) if value.ndim == 2 else value
         title = f"{type(value).__name__} ({' × '.join(str(n) for n in value.shape)}):\n"
         # The column list takes at most half the room, the rows what is left (less a cut's note).
         wide = value.ndim == 2 and value.shape[1] > FEW_COLUMNS
         columns = "\n" + _columns(value, PREVIEW_CHARS // 2) if wide else ""
-        first = _redacted_cells(value.head(PREVIEW_ROWS))
+        first = _redacted_cells(value.head(PREVIEW_ROWS), held)
         first = first.to_string(max_cols=20, max_colwidth=60) if value.ndim == 2 else first.to_string()
         more = value.shape[0] - PREVIEW_ROWS
         rest = f"\n… ({more} more rows)" if more > 0 else ""
-        rows = head(f"{first}{rest}", PREVIEW_CHARS - len(title) - len(columns) - NOTE_CHARS)
+        rows = head(f"{first}{rest}", PREVIEW_CHARS - len(title) - len(columns) - NOTE_CHARS, extra=held)
         return title + rows + columns
-    return head(str(value), VALUE_CHARS)
+    return head(shown_text(name, value), VALUE_CHARS, extra=held)
 
 
-def _resolved(match: re.Match, namespace: Mapping[str, Any], notes: list[str] | None) -> str | Image:
+def _credential_path(path: str) -> bool:
+    """Whether a name along ``path`` (``cfg.db[password]``) looks like a credential."""
+    return any(secrets.is_credential_name(str(_key(key) if key else attr))
+               for attr, key in [(re.match(_IDENT, path).group(0), ""), *_patterns()[1].findall(path)])
+
+
+def _resolved(match: re.Match, namespace: Mapping[str, Any], notes: list[str] | None,
+              held: list[str]) -> str | Image:
     """What one field becomes: text, or an Image; as written when it does not resolve."""
     if match.group("escaped") is not None:
         return "{" + match.group("escaped") + "}"
     try:
-        value = _lookup(match.group("field"), namespace)
+        path = match.group("field")
+        value = _lookup(path, namespace)
         figure = _artists_figure(value)
         if figure is not None:
             _note(notes, f"{match.group(0)} holds matplotlib artists (what plt.plot returns): sent their figure")
             value = figure
         image = as_image(value)
-        return image if image is not None else render_value(value)
+        if image is not None:
+            return image
+        return render_value(value, name=path if _credential_path(path) else None, held=held)
     except _Skipped:
         return match.group(0)
     except _Undefined:
@@ -198,10 +215,13 @@ def interpolate(text: str, namespace: Mapping[str, Any], *,
     parts: list[str | Image] = []
     pieces: list[str] = []  # the text since the last image
     end = 0
+    held: list[str] | None = None
     for match in _patterns()[0].finditer(text):
         pieces.append(text[end:match.start()])
         end = match.end()
-        value = _resolved(match, namespace, notes)
+        if held is None and match.group("field") is not None:
+            held = held_strings(namespace)  # a key copied into an innocent variable is caught too
+        value = _resolved(match, namespace, notes, held or [])
         if isinstance(value, Image):
             parts += ["".join(pieces), value]
             pieces = []

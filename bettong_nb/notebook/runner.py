@@ -22,6 +22,7 @@ import html
 import re
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..safety.sanitize import visible_controls
 from .display import answer_bundle
 from .interrupts import guarded
 
@@ -229,7 +230,8 @@ class Runner:
             muted("The code is not put in a new cell because this cell did not wait for the answer; "
                   "it is in _agent_result.code_blocks().")
         else:
-            self.shell.set_next_input("\n\n".join(blocks), replace=False)
+            # a bidi control would lay the code out other than it runs ("Trojan Source"): shown
+            self.shell.set_next_input(visible_controls("\n\n".join(blocks)), replace=False)
             muted("The code is in a new cell below (not run).")
 
     def _publish(self, plan: Plan, result: Any) -> None:

@@ -47,7 +47,7 @@ from ..core import events
 from ..http.client import RETRY_STATUSES, Transport
 from ..http.json_body import Encoded, Reuse, array, encode, loads
 from ..http.json_body import body as json_body
-from ..core.portable import rebuild
+from ..core.portable import rebuild, withheld
 from ..core.provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 from ..safety.secrets import url_without_credentials
 from ..core.usage import Usage
@@ -415,7 +415,7 @@ class AnthropicProvider:
                    max_retries=options.max_retries)
 
     def __reduce__(self) -> tuple:
-        return rebuild, (type(self), self._settings)
+        return rebuild, (type(self), withheld(self._settings))
 
     def _credential(self) -> tuple[str, str] | None:
         for kind, value in (("key", self._api_key), ("key", os.environ.get("ANTHROPIC_API_KEY")),

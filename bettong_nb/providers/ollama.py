@@ -40,7 +40,7 @@ from ..core import events
 from ..http.client import Transport
 from ..http.json_body import Encoded, Reuse, array, encode, loads
 from ..http.json_body import body as json_body
-from ..core.portable import rebuild
+from ..core.portable import rebuild, withheld
 from ..core.provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 from ..safety.secrets import url_without_credentials
 from ..core.usage import Usage
@@ -233,7 +233,7 @@ class OllamaProvider:
         return cls(base_url=options.base_url, timeout=options.timeout, max_retries=options.max_retries)
 
     def __reduce__(self) -> tuple:
-        return rebuild, (type(self), self._settings)
+        return rebuild, (type(self), withheld(self._settings))
 
     def secret_values(self) -> list[str]:
         return []

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, AsyncIterator, Callable, Mapping
 
 from ..core import events
@@ -30,7 +30,7 @@ from ..http.client import Transport
 from ..http.json_body import Encoded, Reuse, array, encode, loads
 from ..http.json_body import body as json_body
 from ..core.options import Options
-from ..core.portable import rebuild
+from ..core.portable import rebuild, withheld
 from ..core.provider import ProviderError, Request, Response, decode_arguments, malformed, reading
 from ..safety.secrets import url_without_credentials
 from ..core.usage import Usage, from_openai
@@ -272,7 +272,7 @@ class OpenAIProvider:
         self._reuse = Reuse()  # the JSON of the previous request's messages and tools
 
     def __reduce__(self) -> tuple:
-        return rebuild, (type(self), self._settings)
+        return rebuild, (type(self), withheld(self._settings))
 
     def _known_key(self) -> str | None:
         if self._api_key is not None:
@@ -347,6 +347,9 @@ class Service:
     base_url: str
     model: str
     structured_output: str = "json_schema"
+
+    def __reduce__(self) -> tuple:
+        return rebuild, (type(self), withheld(asdict(self)))  # its base_url may hold credentials
 
     def provider(self, options: Options) -> OpenAIProvider:
         return OpenAIProvider(name=self.name, label=self.label, key_env=self.key_env, api_key=options.api_key,

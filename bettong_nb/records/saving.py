@@ -42,7 +42,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..core import capability as cap
 from ..safety import secrets
-from ..core.images import Image
+from ..core.images import Image, ImageError, check_decodes
+from ..http.json_body import MAX_DEPTH, depth_within
 from ..core.options import Options
 from ..core.results import Ledger, RunResult, ToolCall
 from ..core.session import Session
@@ -309,9 +310,13 @@ def _dataclass_record(value: Any, cls: type, at: str, skip: Iterable[str] = ()) 
 def _check_image(block: Any, at: str) -> None:
     _record(block, {"media_type": "str", "data": "str"}, at)
     try:
-        Image(base64.b64decode(block["data"], validate=True), block["media_type"])
+        image = Image(base64.b64decode(block["data"], validate=True), block["media_type"])
     except (binascii.Error, ValueError) as error:  # ImageError is a ValueError
         raise _Damaged(f"{at} is not an image's base64 ({error})") from None
+    try:  # decoded now, not at the next request: a damaged image or a pixel bomb is refused here
+        check_decodes(image)
+    except ImageError as error:
+        raise _Damaged(f"{at} is not an image that can be sent: {error}") from None
 
 
 def _check_block(block: Any, at: str, tool_uses: set[str]) -> None:
@@ -382,6 +387,11 @@ def _check(doc: dict) -> None:
         _dataclass_record(call, ToolCall, f"tool_calls[{i}]", skip=("data", "images"))
 
 
+# The levels of a session document around a model's JSON (tool arguments in a message's content
+# in the transcript), which a provider's answer already keeps within MAX_DEPTH.
+_FRAME_DEPTH = 10
+
+
 def parse(doc: Any, where: str) -> Saved:
     """A saved document as a :class:`Saved`; ResumeError when it is not one this version reads,
     naming the first place where it departs from the format."""
@@ -393,6 +403,9 @@ def parse(doc: Any, where: str) -> Saved:
         raise ResumeError(f"{where} was saved in session format version {_shown(version)}; this bettong_nb reads "
                           f"versions 1 to {VERSION}" + (": upgrade bettong_nb to load it"
                                                         if _is(version, "int") and version > VERSION else ""))
+    if not depth_within(doc, MAX_DEPTH + _FRAME_DEPTH):
+        raise ResumeError(f"{where} is a damaged session file: it nests deeper than {MAX_DEPTH + _FRAME_DEPTH} "
+                          "levels, which no session does (and it could not be saved again)")
     try:
         _check(doc)
     except _Damaged as error:

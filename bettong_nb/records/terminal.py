@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from ..core import events
 from ..core.usage import duration_text
-from ..safety.sanitize import terminal_text
+from ..safety.sanitize import terminal_text, visible_controls
 
 __all__ = ["TextView", "result_text", "call_line", "args_preview", "json_text"]
 
@@ -38,6 +38,7 @@ def args_preview(args: Any) -> str:
         text = ", ".join(f"{k}={json_text(v)}" for k, v in args.items())
     else:
         text = json_text(args)
+    text = visible_controls(text)  # a bidi control would make the call read as another
     return text if len(text) <= _ARGS_PREVIEW_CHARS else text[:_ARGS_PREVIEW_CHARS - 1] + "…"
 
 
@@ -49,7 +50,7 @@ def _one_line(text: str, limit: int = 100) -> str:
 def call_line(call: Any, *, timed: bool = True) -> str:
     """One tool call on one line: ``· tool(args…) → error: why (12 ms)``. ``timed=False`` leaves
     the duration out (text saved with a notebook should not change per run)."""
-    line = f"· {call.tool}({args_preview(call.args)}) → {call.status}"
+    line = f"· {visible_controls(str(call.tool))}({args_preview(call.args)}) → {call.status}"
     if call.redactions:
         line += f" · {call.redactions} redacted"
     detail = call.why() if call.status == "denied" else call.result if call.status == "error" else None

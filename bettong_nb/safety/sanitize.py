@@ -45,6 +45,11 @@ clipboard writes, hyperlinks —, DCS/SOS/PM/APC strings, two-byte ESC sequences
 return becomes a newline, so nothing can be overwritten on screen; backspaces go) and the
 bidi controls U+061C, U+200E, U+200F, U+202A–U+202E and U+2066–U+2069.
 
+Judging. :func:`visible_controls` shows the invisible characters that change how a text reads
+(bidi controls, zero-width and format characters, controls but tab and newline) as
+``⟨U+202E⟩``, wherever a person judges what a model wrote: the approval prompts (widgets,
+their records, the terminal) and the cells the notebook adds.
+
 Requests. :func:`clean_text` replaces what UTF-8 cannot encode (lone surrogates, from a
 JSON ``"\\ud800"`` escape or a decoded file name) with U+FFFD, keeping valid surrogate
 pairs as the character they spell; clean text comes back as is, at the cost of an
@@ -62,7 +67,7 @@ from typing import Any, Callable
 
 __all__ = ["MEDIA_TYPES", "markdown_html", "html_answer", "allowed_html", "safe_link", "markdown_text", "markdown_tree",
            "markdown_literal",
-           "markdown_code", "markdown_fence", "terminal_text", "clean_text", "clean", "as_text"]
+           "markdown_code", "markdown_fence", "visible_controls", "terminal_text", "clean_text", "clean", "as_text"]
 
 # --- URLs ---------------------------------------------------------------------------------------
 
@@ -540,6 +545,26 @@ _TERMINAL = re.compile(
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x90\x98\x9c-\x9f]*+(?:\x07|\x1b\\|\x9c)"
     r"|\x1b[ -/]*+[0-~]"                                                       # other ESC sequences
     f"|[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}]")
+
+
+# What changes how text reads without being seen: bidi controls (a "Trojan Source" layout reads
+# differently from what runs), zero-width and other invisible format characters, and the
+# controls but tab and newline (a carriage return, an escape sequence).
+_INVISIBLE = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\xad{_BIDI}\u180e\u200b-\u200d\u2060-\u2064\ufeff"
+                        "\ufff9-\ufffb\U000e0001\U000e0020-\U000e007f]")
+
+
+def visible_controls(text: str) -> str:
+    """``text`` with every invisible character that could change how it reads shown as its code
+    point, for whatever a person is asked to judge (an approval, a new cell of the model's code)::
+
+        visible_controls("rm -rf /tmp/\u202eexe.sh")   # 'rm -rf /tmp/⟨U+202E⟩exe.sh'
+
+    Bidi controls, zero-width and other invisible format characters (tags, soft hyphen) and
+    the controls but tab and newline are marked; nothing else changes."""
+    if text.isascii() and not _UNSAFE_CHAR.search(text):
+        return text
+    return _INVISIBLE.sub(lambda m: f"⟨U+{ord(m[0]):04X}⟩", text)
 
 
 def terminal_text(text: str) -> str:

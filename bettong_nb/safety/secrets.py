@@ -55,10 +55,10 @@ import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
-from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 __all__ = ["REDACTED", "MIN_SECRET_LENGTH", "CREDENTIAL_PATHS", "is_credential_name", "is_credential_path",
-           "credential_values", "stripped_env", "redact", "redact_data", "redaction_spans", "revealed", "redacting",
+           "credential_values", "stripped_env", "holds_credential", "embedded_credentials", "redact", "redact_data", "redaction_spans", "revealed", "redacting",
            "url_without_credentials", "values_held_by", "hold", "held"]
 
 REDACTED = "[redacted]"
@@ -165,13 +165,49 @@ def stripped_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """A child-process environment without the variables that hold a credential: those with a
     credential-like name (:func:`is_credential_name`), and those whose *value* holds one — the
     password in a URL (``DATABASE_URL=postgres://admin:pw@db/x``), a known token shape, or any
-    form of a value :func:`redact` hides (a credential-named variable's, a held key). Redacting
+    form of a value :func:`redact` hides (a credential-named variable's, a held key), or a
+    credential-named ``name=value`` pair (``DATABASE_URL=...?sslmode=require&password=pw``,
+    ``#access_token=``, ``;password=``, ``host=db password=pw``). Redacting
     the child's output is not enough for those: it can print a value in spellings redaction
     does not know (reversed, a few characters at a time, ``${URL#*:*:}``)."""
     env = os.environ if env is None else env
-    matcher = _matcher(_values(()))  # whether or not this context redacts: the child can print it anywhere
-    return {k: v for k, v in env.items()
-            if not is_credential_name(k) and not matcher.spans(v.encode("utf-8", "surrogatepass"))}
+    return {k: v for k, v in env.items() if not is_credential_name(k) and not holds_credential(v)}
+
+
+def holds_credential(value: str) -> bool:
+    """True when ``value`` holds a credential anywhere in it, whether or not this context redacts:
+    a password in a URL, a known token shape, any form of a value :func:`redact` hides, or a
+    credential-named ``name=value`` pair (``?api_key=``, ``#access_token=``, ``;password=``,
+    ``host=db password=pw``)."""
+    return bool(_matcher(_values(())).spans(value.encode("utf-8", "surrogatepass")) or _credential_pairs(value))
+
+
+# ``name=value`` with a credential-like name: in a URL's query (``?api_key=``, ``&token=``) or
+# fragment (``#access_token=``), after a JDBC URL's ``;password=``, or in a libpq keyword
+# string (``host=db password=pw``). A name may be percent-encoded (``api%5Fkey``).
+_PAIR = re.compile(r"(?:^|(?<=[?&;#\s]))([A-Za-z0-9_.%-]+)=([^&;#\s]*)")
+
+
+def _credential_pairs(value: str) -> list[str]:
+    """The values of the credential-named ``name=value`` pairs in ``value``, each also decoded."""
+    if "=" not in value:
+        return []
+    found = []
+    for name, secret in _PAIR.findall(value):
+        if secret and is_credential_name(unquote(name)):
+            found += [secret, unquote_plus(secret)]
+    return list(dict.fromkeys(found))
+
+
+def embedded_credentials(value: str) -> list[str]:
+    """The credentials written inside a longer value, for redacting them where they appear
+    alone: the password (or token) in a URL's userinfo and each credential-named pair's value::
+
+        embedded_credentials("postgres://app:pw1@db/x?sslkey=k;password=pw2")   # ['pw1', 'k', 'pw2']
+    """
+    data = value.encode("utf-8", "surrogatepass")
+    found = [data[start:end].decode("utf-8", "surrogatepass") for start, end in _userinfo(data)] if b"@" in data else []
+    return list(dict.fromkeys(found + _credential_pairs(value)))
 
 
 def values_held_by(holders: Iterable[object]) -> list[str]:

@@ -200,6 +200,20 @@ def test_a_run_a_tool_starts_is_outside_its_callers_session_budget():
     assert session.budget.spent.prompt_tokens == 0  # the sub-runs spent on their own account
 
 
+def test_rows_under_way_hold_the_batch_budget_so_it_is_never_passed():
+    # 32 rows start at once; each holds its estimate (max_tokens covers the answer) until its
+    # answer is counted, so no row starts on a budget the others already hold.
+    usage = {"prompt_tokens": 10, "completion_tokens": 50, "total_tokens": 60}
+    with LoopbackServer(lambda request: Reply(body=json.dumps(chat_message("ok", usage=usage)).encode(),
+                                              delay=0.02)) as server:
+        agent = bettong_nb.openai(base_url=server.url, api_key="k", model="m", max_tokens=60)
+        results = agent.map([f"p{i}" for i in range(200)], concurrency=32, token_budget=1000, progress=False)
+        sent = len(server.requests)
+    assert 1 <= sent == sum(r.done for r in results)
+    assert sent * 60 <= 1000, f"{sent} requests spent {sent * 60} tokens of a budget of 1000"
+    assert all("token budget of 1000" in r.reason for r in results if not r.done)
+
+
 def test_the_text_bar_tells_time_rate_and_time_left_and_a_stop_is_not_all_done(capsys):
     # While it runs the bar estimates the time left from the rate so far; when a stop cancels
     # the rest, the final line counts what ran out of all and says what was cancelled.

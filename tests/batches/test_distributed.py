@@ -189,6 +189,56 @@ def test_a_typed_answer_gets_a_column_per_field_and_na_where_a_row_failed(cluste
     assert out.loc[9, ["sentiment", "stars"]].isna().all() and "does not fit the column" in out.loc[9, "error"]
 
 
+def test_the_cluster_bound_holds_however_many_rows_wait_for_it(cluster):
+    # 2 workers x 40 rows at a time want a slot; only 3 exist. A lease used twice or never given
+    # back shows as far more than 3 in flight (or a hang), not as one or two too many.
+    model = Model(delay=0.03)
+    with LoopbackServer(model) as server:
+        out = agent_on(server).map_frame(frame(400, 4), prompt="Say {text}", output="label",
+                                         concurrency=40, max_concurrency=3).compute()
+    assert out["error"].isna().all() and len(model.answered) == 400
+    assert model.peak <= 3, f"{model.peak} requests in flight at once, over max_concurrency=3"
+
+
+def test_rows_waiting_for_a_slot_hold_the_budget_so_it_is_never_passed(cluster):
+    # max_tokens makes each request's estimate cover its answer: then the budget is never passed,
+    # however many rows wait for the 4 slots on 2 workers at once.
+    answers = {"prompt_tokens": 10, "completion_tokens": 50, "total_tokens": 60}
+
+    def handle(request):
+        time.sleep(0.02)
+        return Reply.json(chat_message("ok", usage=answers))
+
+    budget = 1000
+    with LoopbackServer(handle) as server:
+        agent = bettong_nb.openai(base_url=server.url, api_key="k", model="m", max_tokens=60)
+        lazy = agent.map_frame(frame(400, 8), prompt="Say {text}", output="label", concurrency=32,
+                               max_concurrency=4, token_budget=budget)
+        out = lazy.compute()
+        sent = len(server.requests)
+    answered = int(out["label"].notna().sum())
+    assert sent == answered and 1 <= answered, answered
+    assert sent * 60 <= budget, f"{sent} requests spent {sent * 60} tokens of a budget of {budget}"
+    assert out.loc[out["label"].isna(), "error"].str.contains("token budget of 1000").all()
+
+
+def test_no_key_or_url_credential_enters_the_task_graph(cluster):
+    import cloudpickle
+
+    password, query_key = "pw-Graph7Kc4Lr2", "qk-Graph3Hj6Ff1"
+    agent = bettong_nb.openai(base_url=f"http://user:{password}@127.0.0.1:9/v1?api_key={query_key}",
+                              api_key="key-of-the-notebook-000", model="m")
+    with pytest.raises(ValueError, match=r"api_key= never travels.*LocalCluster\(env=\{'OPENAI_API_KEY'"):
+        agent.map_frame(frame(4, 1), prompt="Say {text}", api_key="key-given-to-the-call-000")
+    lazy = agent.map_frame(frame(4, 1), prompt="Say {text}", base_url=f"http://u:{password}@127.0.0.1:9/v1")
+    graph = cloudpickle.dumps(dict(lazy.__dask_graph__()))
+    for secret in (password, query_key, "key-of-the-notebook-000"):
+        assert secret.encode() not in graph
+    # the workers hold no URL with credentials to that host: the partition fails saying how
+    with pytest.raises(RuntimeError, match=r"held credentials.*LocalCluster\(env="):
+        lazy.compute()
+
+
 def test_the_course_policy_refuses_on_the_driver_before_any_task(cluster, tmp_path, monkeypatch):
     rules = tmp_path / "policy.json"
     rules.write_text('{"allowed_models": ["course-model"]}')

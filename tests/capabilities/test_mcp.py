@@ -174,7 +174,7 @@ def test_an_agent_calls_each_tool_through_the_normal_path(transport, request):
     assert results["c5"] == "ERROR: the call to slow took longer than 1 s and was cancelled"
     assert all(SECRET not in r.text for r in model.requests)
     assert [c.status for c in result.tool_calls] == ["ok", "ok", "ok", "error", "error"]
-    assert {c.capability for c in result.tool_calls} == {"test-tools"}  # the id: the server's name
+    assert {c.capability for c in result.tool_calls} == {"mcp:test-tools"}  # the id: mcp:<the server's name>
     assert result.output == "All done." and result.done
 
     time.sleep(0.6)  # past the 1.4 s the slow call asked for: the server was told to stop it
@@ -345,7 +345,7 @@ def test_a_kernel_shutdown_stops_the_server(tmp_path):
     nbclient.NotebookClient(nb, timeout=60, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
     (output,) = nb.cells[0].outputs
-    assert output.text.strip() == "test-tools ['echo', 'slow']"
+    assert output.text.strip() == "mcp:test-tools ['echo', 'slow']"
     pids = server_pids(log)
     assert len(pids) == 3  # the guard, the server, its sleep
     assert still_alive(pids) == set()

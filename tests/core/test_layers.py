@@ -25,7 +25,7 @@ BELOW = {
     "core": {"safety", "errors", "http"},
     "providers": {"safety", "errors", "http", "core"},
     "capabilities": {"safety", "errors", "http", "core", "edn"},
-    "records": {"safety", "errors", "core"},
+    "records": {"safety", "errors", "http", "core"},
     "batches": {"safety", "errors", "http", "core"},
     "presets": {"safety", "errors", "http", "core", "providers", "capabilities"},
     "notebook": {"safety", "errors", "http", "core", "providers", "capabilities", "records", "batches", "presets",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 
 import numpy as np
 import pandas as pd
@@ -334,6 +335,53 @@ def test_data_on_a_later_cell_of_a_session_tells_the_model_its_tables(ip):
     assert third["messages"][-1]["role"] == "tool" and "42" in third["messages"][-1]["content"]
     assert ip.user_ns["res"].frames()[-1].to_dict("list") == {"s": [42]}
     ip.user_ns.pop("df1")
+
+
+HELD = "hunter2-correct-horse-battery"  # no known shape, in no environment: only its name hides it
+HOLDERS = """
+import dataclasses, pandas as pd
+@dataclasses.dataclass
+class Conn:
+    host: str
+    password: str
+db_password = {held!r}
+cfg = {{"host": "db", "api_key": {held!r}}}
+conn = Conn("db", {held!r})
+people = pd.DataFrame({{"user": ["ann", "bob"], "api_key": [{held!r}, "other-key-000000"], "n": [1, 2]}})
+tokens = pd.Series([{held!r}], name="token")
+pasted = "copied: " + db_password
+"""
+
+
+@pytest.mark.parametrize("field", ["{db_password}", "{cfg}", "{cfg[api_key]}", "{conn}", "{conn.password}",
+                                   "{people}", "{tokens}", "{pasted}", "{Err}"])
+def test_what_the_namespace_capability_hides_no_other_view_shows(ip, field):
+    _cell(ip, HOLDERS.format(held=HELD))
+    _cell(ip, "def connect(db_password):\n    raise ValueError('refused: ' + db_password)\nconnect(cfg['api_key'])")
+    model = Scripted(["ok"])
+    ip.user_ns["bot"] = bettong_nb.agent(provider=model)
+    ok(ip, f"%%agent bot\nLook: {field}")
+    sent = _prompt(model)
+    assert HELD not in sent and ("[hidden]" in sent or "[redacted]" in sent), sent
+    # the namespace capability itself, on the same variables
+    view = bettong_nb.capabilities.namespace(ip.user_ns)
+    for name in ("db_password", "cfg", "conn", "people", "tokens", "pasted"):
+        assert HELD not in view.describe_variable(name)
+
+
+def test_explain_and_data_hide_what_the_namespace_capability_hides(ip):
+    _cell(ip, HOLDERS.format(held=HELD))
+    _cell(ip, "def connect(db_password):\n    raise ValueError('refused: ' + db_password)\nconnect(cfg['api_key'])")
+    model = Scripted(["Because.", [("query_data", {"sql": "SELECT * FROM people"})], "Two people."])
+    ip.user_ns["bot"] = bettong_nb.agent(provider=model)
+    ok(ip, "%agent explain bot")
+    ok(ip, "%%agent bot --data people\nWho is there?")
+    texts = [json.dumps(r.messages) for r in model.requests]
+    assert len(texts) == 3 and "refused: [redacted]" in texts[0]
+    assert "[hidden]" in texts[2] and "ann" in texts[2]  # the column is there, its values hidden
+    assert not any(HELD in text for text in texts)
+    result, _ = run_cell(ip, "%%agent bot --data tokens\nx")
+    assert isinstance(result.error_in_exec, UsageError) and "named like a credential" in str(result.error_in_exec)
 
 
 def test_a_data_cell_on_the_offline_model_shows_no_cache_jargon(ip):

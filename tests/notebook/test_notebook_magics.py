@@ -277,8 +277,8 @@ INTERPOLATION = [
     ("{n} and {name}", "3 and Ada"),
     ("{n}{n}", "33"),
     ("{obj.attr}", "A"),
-    ("{cfg[key]}", "v"),
-    ("{cfg['key']}", "v"),
+    ("{cfg[key]}", "[hidden]"),  # hidden as the namespace capability hides it: "key" names a credential
+    ("{cfg['key']}", "[hidden]"),
     ('{cfg["k k"]}', "spaced"),
     ("{cfg[1]}", "int-key"),
     ("{items[1]}", "20"),

@@ -7,6 +7,8 @@ validated by nbformat and run in a real kernel; every written file is scanned fo
 from __future__ import annotations
 
 import base64
+import struct
+import zlib
 import binascii
 import json
 from html.parser import HTMLParser
@@ -23,6 +25,27 @@ from support.notebooks import data, run_notebook
 from support.servers import ChatScript, LoopbackServer, chat_message, tool_call
 from support.wire import KEY, weather
 from support.images import RED, image_block, image_session, png
+
+
+def png_claiming(width: int, height: int, idat: bytes = zlib.compress(b"\x00\x00\x00\x00")) -> bytes:
+    """A PNG whose header says ``width`` x ``height`` and whose data is ``idat`` (too little)."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _nested(depth: int):
+    value: object = "bottom"
+    for _ in range(depth):
+        value = {"a": [value]} if isinstance(value, str) or len(str(type(value))) % 2 else [value]
+    return value
 
 
 # --- save → load → next turn: the cached prefix holds -----------------------------------------
@@ -290,6 +313,19 @@ CORRUPT = {  # name: (how the real file is changed, what the error must say)
                                "is not an image's base64 (unsupported image media type"),
     "tool image broken": (_first_block("tool_result", lambda b: b["images"][0].update(data="AAAA")),
                           ".images[0] is not an image's base64"),
+    # decoded at load: each of these passed the header check, and went out with the next request
+    "image 10 gigapixels": (_first_block("image", lambda b: b.update(data=_b64(png_claiming(100_000, 100_000)))),
+                            "is not an image that can be sent: this image declares 100000×100000 px"),
+    "image data cut short": (_first_block("image", lambda b: b.update(data=_b64(png_claiming(64, 64)))),
+                             "is not an image that can be sent: this image/png image (64×64 px by its header) is damaged"),
+    "image data scrambled": (_first_block("image", lambda b: b.update(data=_b64(png_claiming(4, 4, b"\x78\x9c" + bytes(40))))),
+                             "is not an image that can be sent"),
+    "tool image a bomb": (_first_block("tool_result", lambda b: b["images"][0].update(
+        data=_b64(png_claiming(200_000, 60_000)))), ".images[0] is not an image that can be sent"),
+    # what could never be saved again (RecursionError) is refused at load
+    "tool input 900 deep": (_first_block("tool_use", lambda b: b.update(input={"x": _nested(900)})),
+                            "nests deeper than 110 levels"),
+    "options 300 deep": (_set("options.prices", _nested(300)), "nests deeper than 110 levels"),
     "tools a string": (_set("tools", "abc"), "tools should be list or null, not str"),
     "tools of strings": (_set("tools", ["abc"]), "tools[0] should be dict"),
     "tool without parameters": (lambda d: d["tools"][0].pop("parameters"), "tools[0] has no 'parameters'"),

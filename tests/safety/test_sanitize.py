@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from bettong_nb.core import approvals
 from bettong_nb.safety.sanitize import clean_text, html_answer, markdown_html, safe_link, terminal_text
 from support import TESTS
 from support.html_checks import Document, browser_url
@@ -212,3 +213,56 @@ def test_clean_text(text, expected):
 def test_clean_text_returns_clean_text_itself():
     for text in ["ascii", "ünïcödé", "😀" * 10]:
         assert clean_text(text) is text
+TROJAN = {  # what a model might write, and how a person must see it
+    "rm -rf /tmp/\u202eexe.sh": "rm -rf /tmp/⟨U+202E⟩exe.sh",
+    "if access_level != \"user\u202e \u2066// Check if admin\u2069 \u2066\":": (
+        "if access_level != \"user⟨U+202E⟩ ⟨U+2066⟩// Check if admin⟨U+2069⟩ ⟨U+2066⟩\":"),
+    "a\u200bb\u200dc\ufeffd\u2060e\u00adf": "a⟨U+200B⟩b⟨U+200D⟩c⟨U+FEFF⟩d⟨U+2060⟩e⟨U+00AD⟩f",
+    "curl x\rrm -rf ~": "curl x⟨U+000D⟩rm -rf ~",
+    "echo \x1b[8mhidden\x1b[0m": "echo ⟨U+001B⟩[8mhidden⟨U+001B⟩[0m",
+    "tag\U000e0041\U000e007f": "tag⟨U+E0041⟩⟨U+E007F⟩",
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u2067\u2068": "".join(
+        f"⟨U+{ord(c):04X}⟩" for c in "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u2067\u2068"),
+    "plain text, tabs\tand\nnewlines, héllo 日本": "plain text, tabs\tand\nnewlines, héllo 日本",
+}
+
+
+@pytest.mark.parametrize("text", list(TROJAN))
+def test_what_a_person_judges_shows_every_invisible_character(text):
+    from bettong_nb.notebook.display import decision_text
+    from bettong_nb.records.terminal import args_preview
+
+    from bettong_nb.safety.sanitize import visible_controls
+
+    assert visible_controls(text) == TROJAN[text]
+    request = approvals.ApprovalRequest("run_shell", {"command": text}, "shell", "c1")
+    for shown in (decision_text(request, "allowed"), args_preview({"command": text})):
+        assert not any(c in shown for c in "\u202e\u2066\u200b\r\x1b"), shown
+        if text.isascii():  # json writes controls as escapes (\r, \u001b): visible already
+            assert "\\r" in shown or "\\u001b" in shown
+        elif text != list(TROJAN)[-1]:
+            assert "⟨U+" in shown
+
+
+def test_the_terminal_prompt_shows_a_bidi_control(monkeypatch, capsys):
+    monkeypatch.setattr("builtins.input", lambda: "n")
+    request = approvals.ApprovalRequest("run_shell", {"command": "ls \u202eexe.sh"}, "shell", "c1")
+    approvals.ask_in_terminal(request)
+    assert "⟨U+202E⟩" in capsys.readouterr().out
+
+
+def test_the_approval_widget_shows_a_bidi_control():
+    import asyncio
+
+    from bettong_nb.notebook.approvals import _Prompt
+
+    loop = asyncio.new_event_loop()
+    try:
+        request = approvals.ApprovalRequest("run\u202e_shell", {"command": "ls \u202eexe.sh"}, "sh\u2066ell", "c1")
+        prompt = _Prompt(request, loop, loop.create_future())
+        header = prompt.widget.children[0].value
+        assert header.count("⟨U+202E⟩") == 2 and "⟨U+2066⟩" in header
+        assert not any(c in header for c in "\u202e\u2066")
+        prompt.close()
+    finally:
+        loop.close()

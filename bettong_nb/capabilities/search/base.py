@@ -29,10 +29,11 @@ from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ...core.capability import Tool
+from ...safety import secrets
 from ...errors import ServiceError
 from ...http.client import Transport
 from ...http.json_body import loads
-from ...core.portable import rebuild
+from ...core.portable import rebuild, withheld
 
 if TYPE_CHECKING:
     import httpx
@@ -75,7 +76,7 @@ class SearchCapability:
         if self.made_by is None:
             return super().__reduce_ex__(protocol)
         factory, settings = self.made_by
-        return rebuild, (factory, settings)
+        return rebuild, (factory, withheld(settings))
 
 
 def keyed(factory: Callable[..., SearchCapability]) -> Callable[..., SearchCapability]:
@@ -294,7 +295,11 @@ class Source:
         return key.strip()
 
     def endpoint(self, base_url: str | None, path: str) -> str:
-        return (base_url or self.base_url).rstrip("/") + path
+        url = (base_url or self.base_url).rstrip("/") + path
+        # a password or ?api_key= in it is redacted everywhere, as a held key is: an API's error
+        # may echo the request's URL
+        secrets.hold(secrets.embedded_credentials(url))
+        return url
 
     def json_api(self, api_key: str | None, path: str, parse: Callable[[Any], list[dict]],
                  request: Callable[[str, str, int], Mapping[str, Any]], *, base_url: str | None, timeout: Any,
