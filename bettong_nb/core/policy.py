@@ -260,16 +260,19 @@ def check_notebook(rules: Policy | None) -> None:
 # --- budgets ----------------------------------------------------------------------------------
 
 class _Pool:
-    """What a scope (the kernel, one session) spent under the policy, in tokens and money."""
+    """What a scope (the kernel, one session) spent under the policy, in tokens and money, and
+    what requests under way hold."""
 
     def __init__(self) -> None:
-        self.tokens, self.money, self.lock = 0, 0.0, threading.Lock()
+        self.tokens, self.money, self.held_tokens, self.held_money = 0, 0.0, 0, 0.0
+        self.lock = threading.Lock()
 
 
 @dataclass
 class _Draw:
-    """One run's share of a pool, costed at the run's prices: the core loop asks it before each
-    request (``refusal``) and tells it what each cost (``charge``), as it does a Budget."""
+    """One run's share of a pool, costed at the run's prices: the core loop holds each request's
+    estimate in it before sending (``take``) and counts what came back (``settle``), as it does
+    with a Budget."""
 
     scope: str
     pool: _Pool
@@ -278,23 +281,38 @@ class _Draw:
     prices: Mapping[str, Any] | None
     where: str
 
+    def _money(self, usage: Usage) -> float:
+        return (cost(usage, **self.prices) or 0.0) if self.prices else 0.0
+
     def refusal(self, estimate: int) -> str | None:
-        if self.tokens is not None and self.pool.tokens + estimate > self.tokens:
+        pool = self.pool
+        if self.tokens is not None and pool.tokens + pool.held_tokens + estimate > self.tokens:
             return (f"the course policy's {self.scope} token budget of {self.tokens} would be exceeded "
-                    f"({self.pool.tokens} used, the next request needs about {estimate}; {self.where})")
+                    f"({pool.tokens} used, {pool.held_tokens} held, the next request needs about {estimate}; "
+                    f"{self.where})")
         if self.cost is not None:
-            upcoming = cost(Usage(prompt_tokens=estimate), **self.prices) or 0.0
-            if self.pool.money + upcoming > self.cost:
+            upcoming = self._money(Usage(prompt_tokens=estimate))
+            if pool.money + pool.held_money + upcoming > self.cost:
                 currency = self.prices.get("currency")
                 return (f"the course policy's {self.scope} cost budget of {money(self.cost, currency)} would be "
-                        f"exceeded ({money(self.pool.money, currency)} spent; {self.where})")
+                        f"exceeded ({money(pool.money, currency)} spent; {self.where})")
         return None
 
-    def charge(self, usage: Usage) -> None:
-        spent = (cost(usage, **self.prices) or 0.0) if self.prices else 0.0
+    async def take(self, estimate: int) -> str | None:
         with self.pool.lock:
-            self.pool.tokens += usage.prompt_tokens + usage.completion_tokens
-            self.pool.money += spent
+            why = self.refusal(estimate)
+            if why is None:
+                self.pool.held_tokens += estimate
+                self.pool.held_money += self._money(Usage(prompt_tokens=estimate))
+            return why
+
+    def settle(self, usage: Usage | None, estimate: int) -> None:
+        with self.pool.lock:
+            self.pool.held_tokens -= estimate
+            self.pool.held_money -= self._money(Usage(prompt_tokens=estimate))
+            if usage is not None:
+                self.pool.tokens += usage.prompt_tokens + usage.completion_tokens
+                self.pool.money += self._money(usage)
 
 
 _kernel_pool = _Pool()
