@@ -237,7 +237,9 @@ def notebook_lock(rules: Policy | None, *, metadata: Mapping[str, Any] | None = 
     if metadata is None:
         metadata = _saved_metadata(path) if path else {}
     settings = metadata.get("bettong_nb")
-    if isinstance(settings, Mapping) and str(settings.get("agent", "")).lower() == "off":
+    # "off" in any case, or false: a teacher's spelling never leaves the exam open.
+    if isinstance(settings, Mapping) and (settings.get("agent") is False or
+                                          str(settings.get("agent", "")).strip().lower() == "off"):
         return f"agents are off in this notebook (exam lock: its metadata has \"bettong_nb\": {{\"agent\": \"off\"}})"
     if rules is not None and rules.locked_folders:
         # Without the notebook's path (nbclient, papermill), its folder is the kernel's working folder.
@@ -380,8 +382,8 @@ def admit(provider: Any, options: Any, *, conversation: Any = None) -> tuple[Any
 
     for capability in options.capabilities:
         # By its id or its kind (an MCP server's id is the user's choice; its class is MCP).
-        label = capability_label(capability)
-        if label in rules.disallowed_capabilities or type(capability).__name__.lower() in rules.disallowed_capabilities:
+        label, kind = capability_label(capability).lower(), type(capability).__name__.lower()
+        if {label, kind} & {name.lower() for name in rules.disallowed_capabilities}:
             raise rules.refuse("disallowed_capabilities", f"capability {label!r} is not allowed")
     if rules.cost_budget and not options.prices:
         raise rules.refuse("cost_budget", "a cost budget applies and this agent has no prices= to count cost with")

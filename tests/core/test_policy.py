@@ -146,7 +146,7 @@ def test_providers_base_urls_and_models(course):
 def test_disallowed_capabilities_by_id_and_kind(course, tmp_path):
     from bettong_nb import capabilities as caps
 
-    course({"disallowed_capabilities": ["shell", "mcp", "python"]})
+    course({"disallowed_capabilities": ["Shell", "mcp", "python"]})  # any case
     with LoopbackServer(answers(1)) as server:
         refused(server, lambda: on(server, capabilities=[caps.shell(root=tmp_path)]).run("x"), "'shell'")
         mcp = caps.mcp(command=["true"], id="wiki")  # a chosen id does not hide its kind
@@ -227,3 +227,34 @@ def test_async_runs_and_batches_obey(course):
         batch = on(server).map(["a"], model="other", progress=False)
     assert isinstance(batch[0].error, bettong_nb.PolicyError) and "allowed_models" in batch[0].reason
     assert server.requests == []
+
+
+# --- the exam lock, as judged from a notebook's metadata and path -----------------------------
+
+@pytest.mark.parametrize("agent", ["off", "OFF", " Off ", False])
+def test_the_lock_reads_every_spelling_of_off(agent):
+    assert "exam lock" in policy.notebook_lock(None, metadata={"bettong_nb": {"agent": agent}})
+
+
+@pytest.mark.parametrize("metadata", [{}, {"bettong_nb": {"agent": "on"}}, {"bettong_nb": "off"},
+                                      {"bettong_nb": {"agent": None}}])
+def test_other_metadata_does_not_lock(metadata):
+    assert policy.notebook_lock(None, metadata=metadata) is None
+
+
+def test_locked_folders_lock_what_is_under_them_and_nothing_beside(course, tmp_path):
+    exams = tmp_path / "exams"
+    (exams / "week1").mkdir(parents=True)
+    (tmp_path / "exams2").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "link").symlink_to(exams / "week1")
+    course({"locked_folders": [str(exams) + "/"]})
+    rules = policy.current()
+
+    def locked(path):
+        return policy.notebook_lock(rules, metadata={}, path=str(path)) is not None
+
+    assert locked(exams / "final.ipynb") and locked(exams / "week1" / "a.ipynb")
+    assert locked(tmp_path / "elsewhere" / "link" / "a.ipynb")  # a symlink into the folder
+    assert locked(tmp_path / "exams" / ".." / "exams" / "b.ipynb")
+    assert not locked(tmp_path / "exams2" / "a.ipynb") and not locked(tmp_path / "elsewhere" / "a.ipynb")

@@ -1,0 +1,2 @@
+def f():
+    from . import _probe_a
