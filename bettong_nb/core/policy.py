@@ -28,14 +28,14 @@ import os
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 from ..errors import UserError
 from . import approvals, kernel
 from .usage import Usage, cost, money
 
 __all__ = ["PolicyError", "Policy", "FILENAME", "ENV", "files", "load", "current", "admit", "notebook_path",
-           "notebook_lock", "reset_spending"]
+           "notebook_lock", "install_notebook", "reset_spending"]
 
 FILENAME = "bettong_nb_policy.json"
 ENV = "BETTONG_NB_POLICY"
@@ -227,19 +227,36 @@ def _saved_metadata(path: str) -> dict:
     return _metadata_cache[key]
 
 
+_live: list[Callable[[], Mapping[str, Any] | None] | None] = [None]
+
+
+def install_notebook(reader: Callable[[], Mapping[str, Any] | None] | None) -> None:
+    """Ask ``reader()`` for the notebook's metadata as its page shows it (the notebook layer
+    installs the frontend's at ``%load_ext bettong_nb``); None: the saved file only."""
+    _live[0] = reader
+
+
+def _says_off(metadata: Any) -> bool:
+    settings = metadata.get("bettong_nb") if isinstance(metadata, Mapping) else None
+    # "off" in any case, or false: a teacher's spelling never leaves the exam open.
+    return isinstance(settings, Mapping) and (settings.get("agent") is False or
+                                              str(settings.get("agent", "")).strip().lower() == "off")
+
+
 def notebook_lock(rules: Policy | None, *, metadata: Mapping[str, Any] | None = None,
                   path: str | None = None) -> str | None:
-    """Why agents are off in this kernel's notebook, or None. ``metadata``/``path``: what the
-    frontend said, when it did; else the saved file's. Outside a Jupyter kernel: None."""
+    """Why agents are off in this kernel's notebook, or None. ``metadata``/``path``: the ones to
+    judge (a test's); else the saved file's and the page's, locked when either says so.
+    Outside a Jupyter kernel: None."""
     if kernel.jupyter_kernel() is None and metadata is None:
         return None
     path = path or notebook_path()
-    if metadata is None:
-        metadata = _saved_metadata(path) if path else {}
-    settings = metadata.get("bettong_nb")
-    # "off" in any case, or false: a teacher's spelling never leaves the exam open.
-    if isinstance(settings, Mapping) and (settings.get("agent") is False or
-                                          str(settings.get("agent", "")).strip().lower() == "off"):
+    if metadata is not None:
+        judged = [metadata]
+    else:
+        reader = _live[0]
+        judged = [_saved_metadata(path) if path else {}, reader() if reader is not None else None]
+    if any(_says_off(one) for one in judged):
         return f"agents are off in this notebook (exam lock: its metadata has \"bettong_nb\": {{\"agent\": \"off\"}})"
     if rules is not None and rules.locked_folders:
         # Without the notebook's path (nbclient, papermill), its folder is the kernel's working folder.

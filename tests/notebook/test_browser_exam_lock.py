@@ -42,3 +42,32 @@ def test_a_locked_notebook_refuses_agents_in_jupyterlab(tmp_path):
             expect(cell(page, 4).locator(".jp-OutputArea")).to_contain_text("2")  # the rest of Python works
     finally:
         lab.stop()
+
+
+def test_the_page_keeps_the_lock_when_the_saved_file_is_gone(tmp_path):
+    """The kernel's JPY_SESSION_NAME is the path at its start: after the file moves (a rename),
+    only the page's metadata, read through the extension, still says the notebook is locked."""
+    from playwright.sync_api import expect
+
+    root = tmp_path / "root"
+    root.mkdir()
+    cells = (SETUP, "%%agent bot\nWhat is a bettong?", "bot.run('hi')")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["bettong_nb"] = {"agent": "off"}
+    nbformat.write(notebook, root / "quiz.ipynb")
+    lab = JupyterLab(root, tmp_path / "state").start()
+    try:
+        with chromium() as browser:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            open_notebook(page, lab, "quiz.ipynb")
+            run_cell(page, 0)
+            wait_idle(page, 0)
+            (root / "quiz.ipynb").rename(root / "elsewhere.ipynb")  # the kernel's path now names nothing
+            for index in (1, 2):
+                run_cell(page, index)
+                wait_idle(page, index)
+                output = cell(page, index).locator(".jp-OutputArea")
+                expect(output).to_contain_text("PolicyError: agents are off in this notebook", timeout=10_000)
+    finally:
+        lab.stop()

@@ -1,1 +1,0 @@
-from . import _probe_b

@@ -1,2 +1,0 @@
-def f():
-    from . import _probe_a
