@@ -27,6 +27,7 @@ SUITES = {
     "bench.bench_stream": ({"repeat": 200}, {"repeat": 50}),
     "bench.bench_edn": ({"repeat": 7}, {"repeat": 3}),
     "bench.bench_browser": ({"tokens": 10_000, "turns": 3}, {"tokens": 2_000, "turns": 1}),
+    "bench.bench_notebook_agent": ({"repeat": 10}, {"repeat": 3}),
     "bench.bench_dask": ({"repeat": 3}, {"repeat": 1}),
     "bench.bench_frontend": ({"repeat": 20}, {"repeat": 5}),
 }

@@ -53,7 +53,7 @@ __all__ = [
     "UserError", "OptionError", "ServiceError", "PolicyError", "policy",
     "agent", "deepseek", "openai", "anthropic", "ollama", "offline", "approve_all", "ask_in_terminal",
     "capability", "capabilities", "events", "secrets", "usage", "providers", "edn", "batch_usage", "course_usage",
-    "load_ipython_extension", "unload_ipython_extension",
+    "load_ipython_extension", "unload_ipython_extension", "notebook_history",
 ]
 
 # The flat module paths the README names keep working: `import bettong_nb.usage` is core.usage.
@@ -98,6 +98,8 @@ def __getattr__(name: str):
         return importlib.import_module(_LAZY[name], __name__)
     if name == "load_session":
         return importlib.import_module(".records.saving", __name__).load_session
+    if name == "notebook_history":  # which cells agents changed in a saved notebook (pandas loads only then)
+        return importlib.import_module(".notebook.history", __name__).notebook_history
     if name == "course_usage":
         return importlib.import_module(".records.course", __name__).course_usage
     if name == "batch_usage":  # a batch's usage frame, a Dask one's included (dask loads only then)

@@ -13,9 +13,10 @@ from .edn import edn
 from .filesystem import filesystem
 from .mcp import mcp
 from .namespace import namespace
+from .notebook import notebook
 from .python import python
 from .search import brave, duckduckgo, google, search, serper, tavily, wikipedia
 from .shell import shell
 
 __all__ = ["filesystem", "shell", "edn", "search", "duckduckgo", "wikipedia", "google", "tavily",
-           "brave", "serper", "namespace", "python", "duckdb", "mcp"]
+           "brave", "serper", "namespace", "notebook", "python", "duckdb", "mcp"]

@@ -29,16 +29,25 @@ Confinement, in layers:
   VALUES, DESCRIBE, SUMMARIZE, SHOW), judged by DuckDB's parser; a comment cannot hide a second
   statement. Table functions are allowlisted (the file readers, ``range``, ``unnest``, catalog
   listings), so ``query()``, logging and checkpoint functions, pointer scans and
-  ``json_execute_serialized_sql`` are refused, as are ``current_setting``/``getenv``/``write_log``.
-  The same allowlist is applied to the query's bound plan (``EXPLAIN``), where every view is
+  ``json_execute_serialized_sql`` are refused, as are ``current_setting``/``getenv``/``write_log``
+  and ``setseed``; so are their named parameters, per function (``read_csv``'s ``store_rejects``
+  and ``rejects_table``, which would keep the lines it could not parse in a table, and
+  ``read_parquet``'s ``encryption_config`` are not among them).
+  The table-function allowlist is applied to the bound plan (``EXPLAIN``) too, where every view is
   expanded into the functions it reads: ``pg_catalog.pg_settings`` (``duckdb_settings()``),
   ``duckdb_logs`` and any other view over settings, secrets, logs or extensions is refused
   whatever its name, while ``information_schema.tables`` or ``SHOW TABLES`` work.
+* Nothing outlives a query: each runs in a transaction that is rolled back, so no table, view,
+  macro, type, sequence or secret it might make is there for the next one; persistent secrets
+  are off.
 * Credential files (``.env``, ``.ssh/``, ``*.pem``, ... as for the filesystem capability) are
   judged where a file is really opened: DuckDB logs every file its queries open, and a query
   that opened one has its result and error message thrown away. So a glob (``'*'`` matches
   ``.env``), a path computed in SQL (``'.e' || 'nv'``) or a harmless-named symlink to a key
   reads nothing back. (``read_blob`` without its content column reads only a file's size.)
+* Values are redacted before they are cut or escaped for the text table (a cell longer than 60
+  characters, or holding a line break, ``|`` or ``\\``), so a secret astride the cut is hidden
+  whole; a value DuckDB quotes cut short in an error message is withheld.
 * A query runs in a worker thread and is interrupted after ``timeout`` seconds; DuckDB's
   memory is capped by ``memory_limit``; ``threads`` caps its worker threads.
 
@@ -53,6 +62,7 @@ import decimal
 import io
 import json
 import os
+import re
 import threading
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
@@ -60,7 +70,7 @@ from typing import Any, Mapping
 from ..safety.rooted import Root, read_up_to
 from ..core.capability import Tool, ToolOutput
 from ..core.portable import rebuild, withheld
-from ..safety.secrets import is_credential_path
+from ..safety.secrets import is_credential_path, redact
 
 __all__ = ["duckdb", "DuckDB", "MAX_DATA_ROWS", "MAX_DATA_BYTES"]
 
@@ -95,12 +105,38 @@ _TABLE_FUNCTIONS = _FILE_FUNCTIONS | {
     "duckdb_constraints", "duckdb_indexes", "duckdb_sequences", "duckdb_dependencies", "duckdb_databases",
     "pragma_table_info", "pg_timezone_names", "icu_calendar_names",
 }
+# The named parameters each table function may take: an allowlist, since some write (read_csv's
+# store_rejects and rejects_table keep every line it could not parse, .env's included, in a table
+# the next query reads) or reach key material (read_parquet's encryption_config). A function
+# missing here takes none.
+_FILE_OPTIONS = frozenset({"allow_empty", "compression", "filename", "file_row_number", "hive_partitioning",
+                           "hive_types", "hive_types_autocast", "union_by_name"})
+_CSV_OPTIONS = _FILE_OPTIONS | {
+    "all_varchar", "allow_quoted_nulls", "auto_detect", "auto_type_candidates", "buffer_size", "column_names",
+    "column_types", "columns", "comment", "date_format", "dateformat", "decimal_separator", "delim", "delimiter",
+    "dtypes", "encoding", "escape", "files_to_sniff", "force_not_null", "header", "ignore_errors", "max_line_size",
+    "maximum_line_size", "names", "new_line", "normalize_names", "null", "null_padding", "nullstr", "parallel",
+    "quote", "sample_size", "sep", "separator", "skip", "strict_mode", "thousands", "timestamp_format",
+    "timestampformat", "types"}
+_JSON_OBJECT_OPTIONS = _FILE_OPTIONS | {"format", "ignore_errors", "maximum_object_size"}
+_JSON_OPTIONS = _JSON_OBJECT_OPTIONS | {
+    "array", "auto_detect", "case_insensitive_keys", "columns", "convert_strings_to_integers", "date_format",
+    "dateformat", "field_appearance_threshold", "map_inference_threshold", "maximum_depth", "maximum_sample_files",
+    "records", "sample_size", "timestamp_format", "timestampformat"}
+_PARQUET_OPTIONS = _FILE_OPTIONS | {"binary_as_string", "can_have_nan"}
+_NAMED_PARAMETERS = {
+    **dict.fromkeys(("read_csv", "read_csv_auto", "sniff_csv"), _CSV_OPTIONS),
+    **dict.fromkeys(("read_json", "read_json_auto", "read_ndjson", "read_ndjson_auto"), _JSON_OPTIONS),
+    **dict.fromkeys(("read_json_objects", "read_json_objects_auto", "read_ndjson_objects"), _JSON_OBJECT_OPTIONS),
+    **dict.fromkeys(("read_parquet", "parquet_scan"), _PARQUET_OPTIONS),
+    **dict.fromkeys(("read_text", "read_blob"), frozenset({"allow_empty"})),
+}
 # How a registered pandas / pyarrow frame appears in a bound plan (never callable by name).
 _FRAME_SCANS = frozenset({"pandas_scan", "python_arrow_scan"})
 # Scalar functions that read the connection's state; the binder folds them into constants, so
 # they are refused by name in the SQL (the plan no longer shows them).
 _REFUSED_FUNCTIONS = frozenset({"current_setting", "getenv", "getvariable", "write_log",
-                                "json_execute_serialized_sql"})
+                                "json_execute_serialized_sql", "setseed"})  # setseed: random() of the next query
 _FRAME_MODULES = frozenset({"pandas", "polars", "pyarrow"})
 
 
@@ -161,6 +197,8 @@ class DuckDB:
                   "enable_external_file_cache": False,  # every read reaches the file system, and its log
                   "autoinstall_known_extensions": False, "autoload_known_extensions": False,
                   "allow_community_extensions": False,
+                  "allow_persistent_secrets": False,  # no secrets read from ~/.duckdb, and duckdb_secrets() can list
+
                   "python_enable_replacements": False,  # FROM some_df must not find the kernel's variables
                   "memory_limit": self.memory_limit}
         if self.threads is not None:
@@ -298,6 +336,11 @@ class DuckDB:
                 name = str(function.get("function_name", "")).lower()
                 if name not in _TABLE_FUNCTIONS:
                     raise PermissionError(f"the table function {name}() is not allowed in query_data")
+                allowed = _NAMED_PARAMETERS.get(name, frozenset())
+                for parameter in _named_parameters(function.get("arguments") or []):
+                    if parameter not in allowed:
+                        raise PermissionError(f"{name}() does not take {parameter} in query_data"
+                                              + (f" (it takes {', '.join(sorted(allowed))})" if allowed else ""))
                 if name in _FILE_FUNCTIONS:
                     for literal in _path_literals(function.get("arguments") or []):
                         note(literal["query_location"], literal["literal"]["text"], "file")
@@ -412,6 +455,9 @@ class DuckDB:
             with self._state:
                 self._running = token
             timer.start()
+            # Each query runs in a transaction that is rolled back, so nothing it made (a rejects
+            # table, a type, whatever a future option creates) is there for the next one.
+            self._con.begin()
             try:
                 self._check_plan(sql)
                 # The result's types before it runs: HUGEINT and wide DECIMAL columns are read as
@@ -428,6 +474,7 @@ class DuckDB:
                 timer.cancel()
                 with self._state:
                     self._running = None
+                self._con.rollback()
                 opened = self._opened()
         secret = sorted(p for p in opened if is_credential_path(os.path.realpath(p)))
         if secret:
@@ -503,12 +550,15 @@ class DuckDB:
     # --- the text table -----------------------------------------------------------------------
 
     def _table(self, frame, types: list[tuple[str, str]], total: int, *, footer: bool = True) -> str:
-        header = " | ".join(f"{_cell(name)} ({kind})" for name, kind in types)
+        kinds = [kind for _, kind in types]
+        rows = [[_text(value, kind) for value, kind in zip(row, kinds)]
+                for row in frame.iloc[:self.max_rows].itertuples(index=False, name=None)]
+        names, *rows = _redacted([[str(name) for name, _ in types], *rows])
+        header = " | ".join(f"{_cell(name)} ({kind})" for name, kind in zip(names, kinds))
         lines = [header]
         budget = self.max_chars - len(header) - 200  # room for the footer
-        kinds = [kind for _, kind in types]
-        for row in frame.iloc[:self.max_rows].itertuples(index=False, name=None):
-            line = " | ".join(_cell(value, kind) for value, kind in zip(row, kinds))
+        for row in rows:
+            line = " | ".join(map(_cell, row))
             if budget - len(line) - 1 < 0:
                 break
             budget -= len(line) + 1
@@ -586,6 +636,22 @@ def _exact(column, kind: str):
     return pd.Series(values, index=column.index, dtype=object)
 
 
+def _named_parameters(arguments: list) -> list[str]:
+    """The names of a table function's named arguments, as DuckDB's binder finds them: ``name :=
+    value`` (or ``=>``), and ``name = value`` with an unqualified column name on the left."""
+    names = []
+    for argument in arguments:
+        expression = argument.get("expression") or {}
+        name = argument.get("name") or expression.get("alias")
+        left = expression.get("left") or {}
+        if not name and expression.get("type") == "COMPARE_EQUAL" and left.get("class") == "COLUMN_REF" \
+                and len(left.get("column_names") or ()) == 1:
+            name = left["column_names"][0]
+        if name:
+            names.append(str(name).lower())
+    return names
+
+
 def _path_literals(arguments: list) -> list[dict]:
     """The string constants of a file function's first positional argument (a path or a list)."""
     if not arguments or arguments[0].get("name"):
@@ -636,11 +702,18 @@ def _sql_string(text: str) -> str:
 
 
 def _message(exc: Exception) -> str:
-    return str(exc).strip() or type(exc).__name__
+    """An error's text, redacted; a value DuckDB quoted but cut (``Input: "abc..."``) is withheld,
+    since a secret's first characters are no longer recognisable as it."""
+    text = redact(str(exc).strip())[0] or type(exc).__name__
+    return _CUT_VALUE.sub(lambda m: m[1] + "…(a long value, not shown)" + m[1], text)
 
 
-def _cell(value: Any, kind: str = "") -> str:
-    """One value of the text table: NULL for missing, newlines escaped, long text cut."""
+_ESCAPED = re.compile(r"[\\\n\r|]")
+_CUT_VALUE = re.compile(r"""(["'])(?:(?!\1).)*\.\.\.\1""", re.S)
+
+
+def _text(value: Any, kind: str = "") -> str:
+    """One value of the text table as text: NULL for missing."""
     if value is None:
         return "NULL"
     try:
@@ -652,7 +725,29 @@ def _cell(value: Any, kind: str = "") -> str:
         pass
     if kind == "DATE" and hasattr(value, "date"):  # pandas holds a DATE as a midnight timestamp
         value = value.date()
-    text = str(value) if not isinstance(value, bytes) else repr(value)
+    return str(value) if not isinstance(value, bytes) else repr(value)
+
+
+def _redacted(rows: list[list[str]]) -> list[list[str]]:
+    """``rows`` with every text that :func:`_cell` would cut or escape redacted first: once
+    cut or escaped, a secret's rest is no longer recognisable as it. One redaction for them all
+    (a NUL between them, which no secret spans)."""
+    places = [(r, c) for r, row in enumerate(rows) for c, text in enumerate(row)
+              if len(text) > _CELL_CHARS or _ESCAPED.search(text)]
+    if not places:
+        return rows
+    texts = [rows[r][c] for r, c in places]
+    joined = redact("\0".join(texts))[0].split("\0")
+    if len(joined) != len(texts):  # a value held a NUL itself: one at a time
+        joined = [redact(text)[0] for text in texts]
+    rows = [list(row) for row in rows]
+    for (r, c), text in zip(places, joined):
+        rows[r][c] = text
+    return rows
+
+
+def _cell(text: str) -> str:
+    """One (redacted) value of the text table: newlines and ``|`` escaped, long text cut."""
     text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("|", "\\|")
     return text if len(text) <= _CELL_CHARS else text[:_CELL_CHARS - 1] + "…"
 

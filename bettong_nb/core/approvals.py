@@ -34,7 +34,7 @@ from typing import Any, Awaitable, Callable, Iterator, Mapping
 
 __all__ = ["ApprovalRequest", "Allow", "Deny", "Denied", "Verdict", "approve_all", "ask_in_terminal",
            "decide", "verdict", "ask_a_person", "install_person", "person", "requires_person", "approved",
-           "denial_text"]
+           "denial_text", "current_person", "current_call"]
 
 
 @dataclass(frozen=True)
@@ -209,9 +209,14 @@ def person(asker: Person) -> Iterator[None]:
         _current.reset(token)
 
 
+def current_person() -> Person:
+    """Whoever :func:`ask_a_person` would ask now (a cell's buttons, the installed default)."""
+    return _current.get() or _installed[0]
+
+
 async def ask_a_person(request: ApprovalRequest) -> Verdict:
     """The verdict of whoever can be asked here (see the module doc)."""
-    return await decide(_current.get() or _installed[0], request)
+    return await decide(current_person(), request)
 
 
 # --- tools that need a person -----------------------------------------------------------------
@@ -220,6 +225,13 @@ async def ask_a_person(request: ApprovalRequest) -> Verdict:
 # arguments only, yet must know how this very call was allowed.
 _call: contextvars.ContextVar[tuple[ApprovalRequest, Verdict] | None] = contextvars.ContextVar(
     "bettong_call", default=None)
+
+
+def current_call() -> ApprovalRequest | None:
+    """The request of the tool call running now (None outside one): for a tool that asks a
+    person itself and records the decision beside its own call."""
+    running = _call.get()
+    return None if running is None else running[0]
 
 
 @contextlib.contextmanager

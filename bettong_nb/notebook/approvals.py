@@ -199,7 +199,7 @@ class _Prompt:
             widget.close()
 
 
-class _OwnOutput:
+class OwnOutput:
     """Where prompts go outside a %%agent cell: each in an output of its own, which its line of
     record replaces once it is decided."""
 
@@ -238,7 +238,7 @@ class ButtonApprover:
         self.timeout = timeout
         self.headless = headless
         self.probe_timeout = probe_timeout
-        self.show = show if show is not None else _OwnOutput()
+        self.show = show if show is not None else OwnOutput()
         self.prompts: list[_Prompt] = []  # every prompt shown, newest last
         self._told: "weakref.WeakSet[Any]" = weakref.WeakSet()  # runs told that buttons cannot work
 

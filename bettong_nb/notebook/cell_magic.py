@@ -64,6 +64,9 @@ def _with_options(function: Callable) -> Callable:
                  help="DataFrames in your namespace, and at most one folder of data files (Parquet, CSV, JSON, "
                       "Excel), the agent may query with SQL in this cell, read-only (a duckdb capability)"),
         argument("--no-interpolate", action="store_true", help="send the cell exactly as written"),
+        argument("--notebook", action="store_true",
+                 help="the agent works in this notebook: reads its cells, proposes edits you accept or reject, "
+                      "runs a cell when you allow it"),
     ]
     for add in reversed(options):  # as stacked decorators apply: the last one first
         function = add(function)
@@ -154,6 +157,11 @@ def cell_plan(magics: AgentMagics, line: str, cell: str) -> Plan | None:
         # guidance and table names go with this cell's prompt, on any cell of the session.
         plan.prompt = _appended(plan.prompt, "\n\n" + plan.extra.instructions)
         plan.extra.instructions = None
+    if args.notebook:
+        overrides["capabilities"] = _with_notebook(overrides.get("capabilities", session.options.capabilities))
+        # As with --data: the session's first system prompt stays, so the guidance goes with the cell.
+        plan.prompt = _appended(plan.prompt, "\n\n" + overrides["capabilities"][-1].instructions)
+        overrides["capabilities"][-1].instructions = None
     magics.shell.user_ns[SESSION_NAME] = session
     return plan
 
@@ -161,6 +169,15 @@ def cell_plan(magics: AgentMagics, line: str, cell: str) -> Plan | None:
 def _namespace(magics: AgentMagics) -> Mapping[str, Any]:
     """What {name} fields see: the user's names, and Err (unless the user has their own)."""
     return collections.ChainMap(magics.shell.user_ns, {"Err": magics.errors})
+
+
+def _with_notebook(capabilities: list) -> list:
+    """--notebook: the notebook capability, editing and running, beside the target's own."""
+    if any(getattr(c, "id", None) == "notebook" for c in capabilities):
+        raise UsageError("--notebook adds a notebook capability, and this target already has one")
+    from ..capabilities import notebook
+
+    return [*capabilities, notebook(edit=True, run=True)]
 
 
 DATA_USAGE = ("--data names what the agent may query with SQL in this cell: DataFrames in your namespace "

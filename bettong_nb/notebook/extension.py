@@ -4,8 +4,8 @@
 
 Loading registers :class:`~.magics.AgentMagics`, the input transformer that makes a ``%%agent``
 cell (or a lone ``%agent explain|fix`` line) an awaiting cell, the error log's and interrupts'
-cell hooks, the displays of results, sessions and batches, and the core's person who approves,
-batch progress bar and runner. Unloading removes each of them.
+cell hooks, the displays of results, sessions and batches, the core's person who approves,
+batch progress bar and runner, and the notebook capability's live notebook. Unloading removes each of them.
 """
 
 from __future__ import annotations
@@ -43,9 +43,16 @@ def _awaiting(magics: AgentMagics) -> Callable[[list[str]], list[str]]:
     return transform
 
 
+async def _open_notebook() -> Any:
+    """The notebook capability's live notebook; its modules load at the first call, not at %load_ext."""
+    from .live import open_notebook
+
+    return await open_notebook()
+
+
 def load_ipython_extension(ipython: Any) -> None:
     from ..batches import local as batch
-    from ..core import _sync, approvals, kernel
+    from ..core import _sync, approvals, hooks, kernel
     from ..core.results import RunResult
     from ..core.session import Session
     from ..records.terminal import result_text
@@ -66,6 +73,7 @@ def load_ipython_extension(ipython: Any) -> None:
     formatters["text/plain"].for_type(batch.Batch, lambda results, printer, cycle: printer.text(batch_text(results)))
     formatters["text/html"].for_type(batch.Batch, batch_html)
     approvals.install_person(magics.runner.ask_person)
+    hooks.provide(open_notebook=_open_notebook)  # the notebook capability's live notebook
     batch.install_progress(WidgetProgress)
     _sync.install_runner(interrupts.cell_runner)  # Stop ends `await agent.arun(...)` in a cell too
     kernel.install_cell(magics.cells)  # each request and tool call records the cell it ran from
@@ -74,7 +82,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
 def unload_ipython_extension(ipython: Any) -> None:
     from ..batches import local as batch
-    from ..core import _sync, approvals, kernel
+    from ..core import _sync, approvals, hooks, kernel
     from ..core.results import RunResult
     from ..core.session import Session
     from . import exam_lock, interrupts
@@ -95,6 +103,7 @@ def unload_ipython_extension(ipython: Any) -> None:
                        ("text/plain", batch.Batch), ("text/html", batch.Batch)):
         formatters[mime].pop(kind, None)
     approvals.install_person(None)
+    hooks.provide(open_notebook=None)
     batch.install_progress(None)
     _sync.install_runner(None)
     kernel.install_cell(None)

@@ -45,6 +45,7 @@ def agent_command(magics: AgentMagics, line: str) -> Any:
       %agent fix [TARGET]         the same, and the fixed code in a new cell below, not run
       %agent save PATH [TARGET]   write the conversation to PATH (JSON; secrets redacted)
       %agent load PATH [TARGET]   resume a saved conversation: the next %%agent TARGET cell continues it
+      %agent history [PATH]       the cells agents wrote or changed in this notebook (or PATH): when, model, who accepted
       %agent policy               the course policy in force, the file each rule came from, and the exam lock
 
     Without TARGET: the default session. Run a prompt with a %%agent cell (%%agent --help).
@@ -186,6 +187,28 @@ def load(magics: AgentMagics, command: str, words: list[str]) -> None:
           f"the next %%agent{target} cell continues it.")
 
 
+def history(magics: AgentMagics, command: str, words: list[str]) -> Any:
+    """The notebook's provenance entries: the saved file's, and this kernel's accepted changes."""
+    from .live import saved_path
+    from .history import COLUMNS, notebook_history
+    from .proposals import accepted_log
+
+    _no_options(command, words)
+    if len(words) > 1:
+        raise UsageError(f"%agent {command} takes one PATH; got {' '.join(words)!r}")
+    path = os.path.expanduser(words[0]) if words else saved_path(magics.shell)
+    if path is None:
+        import pandas as pd
+
+        print("This kernel does not know its notebook's file: the changes accepted in this kernel only "
+              "(%agent history PATH reads a saved notebook).")
+        return pd.DataFrame([{c: e.get(c) for c in COLUMNS} for e in accepted_log], columns=COLUMNS)
+    try:
+        return notebook_history(path, also=[] if words else accepted_log)
+    except ValueError as error:
+        raise UsageError(f"%agent {command}: {error}") from None
+
+
 def turn(magics: AgentMagics, command: str, words: list[str]) -> None:
     """explain, fix: a turn, run as a %%agent cell's (an awaiting cell when the line is alone in it)."""
     _no_options(command, words)
@@ -233,5 +256,5 @@ def policy(magics: AgentMagics, command: str, words: list[str]) -> None:
 
 COMMANDS: dict[str, Callable[[AgentMagics, str, list[str]], Any]] = {
     "sessions": sessions, "usage": usage, "tools": tools, "transcript": transcript, "reset": reset,
-    "save": save, "load": load, "explain": turn, "fix": turn, "policy": policy,
+    "save": save, "load": load, "history": history, "explain": turn, "fix": turn, "policy": policy,
 }

@@ -195,7 +195,10 @@ class Runner:
         """The turn. A failure leaves no ``_agent_result`` and ends the view quietly: the cell's
         error says what happened, once (a background turn has no cell error, so its view says it)."""
         from ..core.approvals import person
+        from .proposals import PROMPT_CELL
+        from .frontend import current_cell_id
 
+        prompt_cell = PROMPT_CELL.set(current_cell_id())  # now, while this cell's request is the parent
         try:
             with person(plan.approver):
                 result = await plan.session.arun(plan.prompt, **plan.overrides)
@@ -211,6 +214,7 @@ class Runner:
                 return None
             raise
         finally:
+            PROMPT_CELL.reset(prompt_cell)
             plan.close()
         self._publish(plan, result)
         if plan.view is not None:

@@ -24,13 +24,14 @@ bot = bettong_nb.agent(provider=model, prices={"input": 1.0, "output": 2.0})"""
 
 
 def run_notebook(notebook: nbformat.NotebookNode | Iterable[str], where: Path, *, timeout: float = 60,
-                 kernel: str = "python3") -> nbformat.NotebookNode:
-    """Execute ``notebook`` (or a notebook of these code cells) with ``where`` as its folder;
-    fails naming the cell when any cell raised."""
+                 kernel: str = "python3", env: dict[str, str] | None = None) -> nbformat.NotebookNode:
+    """Execute ``notebook`` (or a notebook of these code cells) with ``where`` as its folder
+    (``env``: the kernel's environment, as a server gives it); fails naming the cell when any
+    cell raised."""
     if not isinstance(notebook, nbformat.NotebookNode):
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in notebook])
     nbclient.NotebookClient(notebook, timeout=timeout, kernel_name=kernel,
-                            resources={"metadata": {"path": str(where)}}).execute()
+                            resources={"metadata": {"path": str(where)}}).execute(**({"env": env} if env else {}))
     for index, cell in enumerate(notebook.cells):
         errors = [o for o in cell.get("outputs", ()) if o.output_type == "error"]
         assert not errors, (index, errors)

@@ -108,7 +108,6 @@ class Pipeline:
 class Script:
     source: str
     pipelines: list[Pipeline] = field(default_factory=list)
-    evaluated: bool = False  # in arithmetic or ${…}: bash may evaluate its output as code
 
 
 _META = frozenset(" \t\n;&|()<>")
@@ -737,8 +736,6 @@ class _Parser:
             self.i = i + 2
             body_start = self.i
             inner = self._balanced(nxt, "]" if nxt == "[" else "}")
-            for script in inner:
-                script.evaluated = True
             scripts.extend(inner)
             if nxt == "[":
                 parts.append(("arith", None, quoted))
@@ -803,8 +800,6 @@ class _Parser:
             self.not_arithmetic.add(start)
             self.i = saved
             return None
-        for script in scripts:
-            script.evaluated = True
         self.i += 1
         text = self.s[start - 2:self.i]
         return Word(text, (("arith", None, False),), tuple(scripts), start - 2)

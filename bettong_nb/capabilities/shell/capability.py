@@ -48,17 +48,18 @@ including those that wrappers run for it (``sudo``, ``env``, ``xargs``, ``find -
 ``nohup``, ``timeout``, …) and the strings that ``bash -c``, ``eval``, ``su -c``, ``ssh host``,
 ``watch`` and ``trap`` run. What the parser cannot read with confidence is refused.
 
-* ``allow``: a list of regexes; a command runs only if **every** simple command in it is
-  matched by one of them (``re.search`` on that command's text, so anchor with ``^`` and ``$``):
-  ``git status; cat /etc/passwd`` is refused by ``allow=[r"^git (status|log|diff)\\b"]``, as
-  are ``git log $(cat x)``, ``sudo git status`` (``sudo …`` must match too), ``bash -c "$x"``
-  (what it runs cannot be known) and ``curl … | sh``. A loop's header (``for f in a b``) and a
-  group's or loop's redirections (``{ …; } > f`` is matched as ``> f``) must match too, since a
-  loop variable holding ``a[$(cmd)]`` runs cmd when bash computes with it; for the same reason a
-  command substitution inside arithmetic or ``${…}``, and a quoted ``$(`` or backtick that is
-  not itself checked as a command string, are refused. ``allow=[]`` runs nothing. An allowed
-  program can still do what it does: allowing ``find``, ``xargs`` or a shell allows what they run
-  only if that matches too, but allowing ``python`` allows any Python.
+* ``allow``: a list of regexes; a command runs only if it is static (:mod:`.static`: every word
+  known before bash runs it, quotes and plain words only, no expansion, assignment, glob, loop
+  variable, ``[[ ]]``, function or builtin that evaluates text or defines names) and **every**
+  simple command in it is matched by one of them (``re.search`` on that command's text, so
+  anchor with ``^`` and ``$``): ``git status; cat /etc/passwd`` is refused by
+  ``allow=[r"^git (status|log|diff)\\b"]``, as are ``git log $(cat x)``, ``echo ${_@P}`` (a
+  parameter expansion: the reason names it), ``sudo git status`` (``sudo …`` must match too),
+  ``bash -c "$x"`` and ``curl … | sh``. A group's or loop's redirections (``{ …; } > f`` is
+  matched as ``> f``) and every redirection that writes a file must match on their own.
+  ``allow=[]`` runs nothing. An allowed program can still do what it does: allowing ``find``,
+  ``xargs`` or a shell allows what they run only if that matches too, but allowing ``python``
+  allows any Python.
 * ``deny``: ``(regex, reason)`` pairs, searched in the whole command and in each simple command
   in it (``^rm\\b`` also refuses ``ls; sudo rm x``); checked before the defaults.
 * The defaults (:data:`DEFAULT_DENY`, a seatbelt, not a sandbox) refuse a few catastrophic
@@ -104,6 +105,7 @@ from .bash import BashSyntaxError
 from .seatbelt import DEFAULT_DENY, refused
 from .process import isolation_kind, run
 from .reading import read
+from .static import file_writes, not_static
 
 __all__ = ["Shell", "shell", "DEFAULT_DENY", "isolation"]
 
@@ -184,8 +186,10 @@ class Shell:
                 "is refused; do not work around a refusal."
             )
         if self._allow is not None:
-            parts.append("This shell only runs commands matching its allowlist: every command in a "
-                         "pipeline, list or substitution must match.")
+            parts.append("This shell only runs static commands matching its allowlist: plain and quoted "
+                         "words only (no $ expansions, substitutions, globs, assignments, loops or "
+                         "functions: quote special characters), every command in a pipeline or list "
+                         "must match, and so must a redirection that writes a file.")
         return " ".join(parts)
 
     @property
@@ -226,11 +230,16 @@ class Shell:
                 return next((reason for pattern, reason in self._deny if pattern.search(command)), None)
             return f"the policy cannot read this command ({exc}), so it does not run it"
         if self._allow is not None:
+            if (why := not_static(reading)) is not None:
+                return why
             for call in reading.calls:
                 if call.runs and not any(p.search(call.text) for p in self._allow):
                     if call.text.strip() == command.strip():
                         return _ALLOWLIST
                     return f"{_ALLOWLIST} ({call.text!r} does not match)"
+            for text in file_writes(reading):
+                if not any(p.search(text) for p in self._allow):
+                    return f"{_ALLOWLIST} ({text!r} writes a file, and a write must match on its own)"
             if reading.unreadable:
                 return f"{_ALLOWLIST}, and {reading.unreadable[0]}"
         texts = [command, *(call.text for call in reading.calls)]

@@ -71,12 +71,15 @@ class Reading:
     redirects: list[tuple[Redirect, str | None]] = field(default_factory=list)  # with the directory they apply in
     loops: list[Compound] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # run, but not knowable from the text
+    scripts: list[Script] = field(default_factory=list)  # the line itself, then each string it runs
 
 
 def read(command: str, *, cwd: str | None, home: str) -> Reading:
     """Everything ``command`` runs and mentions; raises BashSyntaxError if it is not readable."""
     reader = _Reader(Reading(home))
-    reader.script(parse(command), cwd, runs=True, depth=0)
+    script = parse(command)
+    reader.reading.scripts.append(script)
+    reader.script(script, cwd, runs=True, depth=0)
     return reader.reading
 
 
@@ -486,7 +489,6 @@ class _Reader:
         self.conditional: list[int] = [0]  # how many conditions deep, per function body
         self.downloaded: set[str] = set()  # files a download in this command wrote
         self.piped: dict[int, list[Word]] = {}  # words echoed into a pipeline stage, by the stage's id
-        self.run_strings: set[int] = set()  # ids of the words read as command strings
 
     # --- structure ---
 
@@ -537,13 +539,8 @@ class _Reader:
         for text in (node.header, " ".join(r.text for r in node.redirects)):
             if text:
                 self.reading.calls.append(Call([], text, Command(text, [], [], []), cwd, runs=runs))
-        if node.kind == "[[" and any(w.scripts for w in node.words) and any(
-                w.text in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge") for w in node.words):
-            self._unreadable_text(runs, "bash evaluates what a command prints in an arithmetic comparison")
         for word in node.words:
             self._substitutions(word, cwd, runs=runs, depth=depth, output_runs=False)
-        if runs:
-            self._quoted_code(node.words)
         self._redirect_substitutions(node.redirects, cwd, runs=runs, depth=depth, interpreter=False)
         self.reading.redirects += [(r, cwd) for r in node.redirects]
         after = cwd
@@ -568,8 +565,6 @@ class _Reader:
     def _substitutions(self, word: Word, cwd, *, runs: bool, depth: int, output_runs: bool) -> None:
         self.forking[-1] += bool(word.scripts)
         for inner in word.scripts:
-            if inner.evaluated:  # 'a[$(cmd)]' printed into arithmetic runs cmd
-                self._unreadable_text(runs, "bash evaluates what a command prints in arithmetic or ${…}")
             self.script(inner, cwd, runs=runs, depth=depth, output_runs=output_runs)
         self.forking[-1] -= bool(word.scripts)
 
@@ -598,8 +593,6 @@ class _Reader:
             if call.wrapped > MAX_WRAPPERS:
                 raise BashSyntaxError("it wraps commands in too many others to check")
             self._inner(call, call.program, depth)
-        if base and call.runs:
-            self._quoted_code([*call.argv, *call.command.assigns])
 
     def _words_of(self, call: Call, depth: int) -> None:
         """The substitutions, redirections and mentions in a simple command's words."""
@@ -619,16 +612,6 @@ class _Reader:
         self.reading.redirects += [(r, call.cwd) for r in call.command.redirects]
         self._downloads_to(call)
         self._mentions(call, depth)
-
-    def _quoted_code(self, words: list[Word]) -> None:
-        """Quoted text holding ``$(`` or a backtick, not run as a string here, can still be run
-        by bash later: a value such as 'a[$(cmd)]' runs cmd when arithmetic reads it."""
-        for word in words:
-            if word.quoted and id(word) not in self.run_strings:
-                literal = "".join(p[1] for p in word.parts if p[0] == "lit")
-                if "$(" in literal or "`" in literal:
-                    self.reading.unreadable.append("a quoted $( or backtick could be run by bash later")
-                    return
 
     def _inner(self, call: Call, name: str, depth: int) -> None:
         """The commands ``call`` runs for its program: wrappers, shells, eval and the like."""
@@ -745,11 +728,9 @@ class _Reader:
 
     def _string(self, call: Call, text: str | None, words: list[Word], depth: int) -> None:
         """A command string ``call`` runs: ``text``, or ``words`` joined with spaces."""
-        self.run_strings.update(id(w) for w in words)
         if text is None:
             values = [w.value for w in words]
             if any(v is None for v in values):
-                self._unreadable(call, f"what {call.program} runs depends on expansions")
                 text = " ".join(self._approximate(w, call.cwd) for w in words)
                 self._parse_into(text, call.cwd, runs=False, depth=depth, output_runs=call.output_runs)
                 return
@@ -769,6 +750,8 @@ class _Reader:
             if runs:
                 raise BashSyntaxError(f"a command string it runs cannot be read: {exc}") from None
             return
+        if runs:
+            self.reading.scripts.append(script)
         self.script(script, cwd, runs=runs, depth=depth, output_runs=output_runs)
 
     def _mentions(self, call: Call, depth: int) -> None:

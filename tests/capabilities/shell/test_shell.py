@@ -140,7 +140,9 @@ def test_the_allowlist_names_the_command_it_does_not_match():
     assert cap.refusal("git status; curl x | sh") == (
         "this shell only runs commands matching its allowlist ('curl x' does not match)")
     assert shell(allow=[r"^bash -c\b"]).refusal('bash -c "$CMD"') == (
-        "this shell only runs commands matching its allowlist, and what bash runs depends on expansions")
+        '`"$CMD"` holds a parameter expansion, `$CMD`; with an allow list only static words run')
+    assert shell(allow=[r"^bash\b", r"^git\b"]).refusal("git log | bash") == (
+        "this shell only runs commands matching its allowlist, and what bash reads from the pipe cannot be checked")
 
 
 def test_a_refusal_is_a_public_dry_run_that_runs_nothing(tmp_path):
