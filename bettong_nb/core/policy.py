@@ -137,9 +137,8 @@ def load(path: str | os.PathLike) -> Policy:
         raise PolicyError(f"{where}: unknown key {unknown[0]!r}; keys: {', '.join(KEYS)}")
     rules: dict[str, Any] = {}
     for key, value in data.items():
-        if key in ("allowed_providers", "allowed_base_urls", "allowed_models"):
-            rules[key] = _names(key, value, where)
-        elif key in ("disallowed_capabilities", "locked_folders"):
+        if key in ("allowed_providers", "allowed_base_urls", "allowed_models", "disallowed_capabilities",
+                   "locked_folders"):
             rules[key] = _names(key, value, where)
         elif key == "token_budget":
             rules[key] = _limits(key, value, where, int)
@@ -257,7 +256,7 @@ def notebook_lock(rules: Policy | None, *, metadata: Mapping[str, Any] | None = 
         reader = _live[0]
         judged = [_saved_metadata(path) if path else {}, reader() if reader is not None else None]
     if any(_says_off(one) for one in judged):
-        return f"agents are off in this notebook (exam lock: its metadata has \"bettong_nb\": {{\"agent\": \"off\"}})"
+        return "agents are off in this notebook (exam lock: its metadata has \"bettong_nb\": {\"agent\": \"off\"})"
     if rules is not None and rules.locked_folders:
         # Without the notebook's path (nbclient, papermill), its folder is the kernel's working folder.
         place = os.path.realpath(path) if path else os.path.realpath(os.getcwd())

@@ -23,8 +23,8 @@ def execute(cells, folder, *, metadata=None, env=None, name="work.ipynb", tell_p
                                         metadata=metadata or {})
     path = folder / name
     nbformat.write(notebook, path)
-    environment = {**os.environ, **(env or {})}
-    environment.pop("BETTONG_NB_POLICY", None) if "BETTONG_NB_POLICY" not in (env or {}) else None
+    environment = {key: value for key, value in os.environ.items() if key != "BETTONG_NB_POLICY"}
+    environment.update(env or {})
     if tell_path:
         environment["JPY_SESSION_NAME"] = str(path)
     nbclient.NotebookClient(notebook, timeout=60, kernel_name="python3", allow_errors=True,
