@@ -30,6 +30,7 @@ SUITES = {
     "bench.bench_notebook_agent": ({"repeat": 10}, {"repeat": 3}),
     "bench.bench_dask": ({"repeat": 3}, {"repeat": 1}),
     "bench.bench_frontend": ({"repeat": 20}, {"repeat": 5}),
+    "bench.bench_duckdb": ({"repeat": 7}, {"repeat": 2}),
 }
 
 

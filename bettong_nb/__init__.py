@@ -31,11 +31,12 @@ The folders are the layers, bottom up; each imports only from those below it
 import importlib
 import sys
 
-from .core import approvals, capability, events, hooks, images, provider, usage
+from .core import approvals, capability, events, hooks, images, policy, provider, usage
 from .core.agent import Agent, ModelAgent
 from .core.approvals import Allow, ApprovalRequest, Deny, approve_all, ask_in_terminal
 from .core.capability import Capability, Tool, ToolOutput, tool
 from .core.images import Image
+from .core.policy import PolicyError
 from .core.provider import Provider, ProviderError, Request, Response
 from .core.results import RunResult, ToolCall
 from .core.session import Session
@@ -49,7 +50,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent", "ModelAgent", "Session", "load_session", "RunResult", "ToolCall", "ApprovalRequest", "Allow", "Deny", "Usage",
     "Capability", "Tool", "ToolOutput", "tool", "Image", "Provider", "ProviderError", "Request", "Response",
-    "UserError", "OptionError", "ServiceError",
+    "UserError", "OptionError", "ServiceError", "PolicyError", "policy",
     "agent", "deepseek", "openai", "anthropic", "ollama", "offline", "approve_all", "ask_in_terminal",
     "capability", "capabilities", "events", "secrets", "usage", "providers", "edn", "batch_usage", "course_usage",
     "load_ipython_extension", "unload_ipython_extension", "notebook_history",
@@ -57,7 +58,7 @@ __all__ = [
 
 # The flat module paths the README names keep working: `import bettong_nb.usage` is core.usage.
 for _name, _module in {"approvals": approvals, "capability": capability, "events": events, "images": images,
-                       "provider": provider, "secrets": secrets, "usage": usage}.items():
+                       "provider": provider, "secrets": secrets, "usage": usage, "policy": policy}.items():
     sys.modules.setdefault(f"{__name__}.{_name}", _module)
 
 

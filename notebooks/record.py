@@ -469,9 +469,10 @@ def environment() -> dict[str, str]:
     """This interpreter and the versions it has."""
     import importlib.metadata
 
-    versions = {p: importlib.metadata.version(p) for p in
-                ("bettong_nb", "ipykernel", "ipython", "ipywidgets", "jupyterlab", "pandas", "matplotlib",
-                 "matplotlib-inline", "pillow", "httpx", "duckdb", "pyarrow", "nh3")}
+    # every package binder/requirements.txt pins, so the check cannot miss a pin added there
+    pinned = [line.split("==")[0] for line in (HERE.parent / "binder" / "requirements.txt").read_text().splitlines()
+              if "==" in line and not line.startswith("#")]
+    versions = {p: importlib.metadata.version(p) for p in ("bettong_nb", *pinned)}
     return {"python": sys.executable, "prefix": sys.prefix, **versions}
 
 

@@ -50,7 +50,7 @@ import time
 import uuid
 from typing import Any, AsyncIterator, Mapping
 
-from ..core import budget, events, portable
+from ..core import budget, events, policy, portable
 from ..http import client as http
 from ..core._sync import run_sync
 from .local import PromptTemplate, amap, check_columns, fill_answers
@@ -120,6 +120,9 @@ def map_frame(agent: Any, frame: Any, *, prompt: str, output: str = "output", pr
         if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
     provider, options = agent.resolve(overrides)  # unknown options fail here, before any task runs
+    # The course policy, here on the driver (each worker's runs check it again with the policy
+    # of the worker's own environment; the kernel budget there is each worker's).
+    policy.admit(provider, options)
     if overrides.get("api_key") is not None:
         where = getattr(provider, "_key_env", None) or f"{getattr(provider, 'name', 'provider').upper()}_API_KEY"
         raise ValueError(f"api_key= never travels to Dask workers (it would sit in the task graph in clear): "

@@ -167,6 +167,11 @@ class DuckDB:
         self._running: object | None = None  # the query a timer may interrupt
         self._state = threading.Lock()  # so a late timer cannot interrupt the next query
         self._excel_views: dict[str, tuple[tuple[int, int], str]] = {}
+        # By SQL text, what depends on nothing else: its parse tree, and (for the rewritten text, whose
+        # paths are absolute) that its bound plan passed the check; the catalog a plan binds against
+        # never changes, since every query is rolled back. An agent often runs the same query again.
+        self._trees: dict[str, dict] = {}
+        self._plans_passed: dict[str, None] = {}
         self._con = self._connect()
         self.instructions = self._instructions()
         self.tools = [
@@ -307,11 +312,14 @@ class DuckDB:
         if statements[0].type.name != "SELECT":
             raise PermissionError("only read-only queries (SELECT, WITH, DESCRIBE, SUMMARIZE) are allowed, "
                                   f"not {_first_word(sql)}")
-        with self._lock:
-            text = self._con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0]
-        tree = json.loads(text)
-        if tree.get("error"):
-            raise PermissionError(f"this query cannot be checked, so it is refused: {tree.get('error_message')}")
+        tree = self._trees.get(sql)
+        if tree is not None:
+            return tree
+        with self._lock:  # the cache too: calls come from several threads
+            tree = json.loads(self._con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
+            if tree.get("error"):
+                raise PermissionError(f"this query cannot be checked, so it is refused: {tree.get('error_message')}")
+            _remember(self._trees, sql, tree)
         return tree
 
     def _scan(self, tree: dict) -> dict[int | None, list[tuple[str, str]]]:
@@ -502,6 +510,8 @@ class DuckDB:
         """Refuse a query whose bound plan scans anything but the allowed table functions and the
         registered frames: a view (``pg_catalog.pg_settings``, ``information_schema.*``,
         ``duckdb_logs``) is expanded there into the functions it reads, whatever its name."""
+        if sql in self._plans_passed:
+            return
         pending = json.loads(self._con.execute("EXPLAIN (FORMAT json) " + sql).fetchall()[0][1])
         while pending:
             node = pending.pop()
@@ -513,6 +523,7 @@ class DuckDB:
                 raise PermissionError(f"the query reads {function}(), which is not allowed in query_data "
                                       "(settings, secrets, logs and extensions are not readable)")
             pending.extend(node.get("children") or [])
+        _remember(self._plans_passed, sql, None)
 
     def _opened(self) -> set[str]:
         """The files DuckDB opened since the log was last cleared; clears it."""
@@ -578,8 +589,9 @@ class DuckDB:
 def _fetch(result) -> tuple[Any, int]:
     """``(frame, total rows)``: the result's first rows, at most :data:`MAX_DATA_ROWS` rows and
     :data:`MAX_DATA_BYTES` bytes, with every row counted. A fetch is sized to about
-    ``_CHUNK_BYTES`` from the width of the rows before it (one DuckDB vector, 2048 rows, at
-    least), so long values cannot make one fetch, or the kept frame, large."""
+    ``_CHUNK_BYTES`` (and at most ``_CHUNK_VECTORS`` full vectors' rows) from the width and the
+    rows per vector of the fetches before it (one DuckDB vector at least), so long values cannot
+    make one fetch, or the kept frame, large."""
     import pandas as pd
 
     kept, kept_rows, kept_bytes, total, vectors = [], 0, 0, 0, 1
@@ -597,9 +609,21 @@ def _fetch(result) -> tuple[Any, int]:
         total += len(chunk)
         if not len(chunk):
             break
-        vectors = max(1, min(_CHUNK_VECTORS, _CHUNK_BYTES * len(chunk) // (max(size, 1) * 2048)))
+        # Sized by rows, not vectors: a filter's vectors hold only the rows that passed it (a few of
+        # 2048), and thousands of small fetches cost more than the query. Bounded so that a fetch stays
+        # under MAX_DATA_BYTES even if every vector came back full.
+        row_bytes = max(size, 1) / len(chunk)
+        wanted = min(_CHUNK_VECTORS * 2048, _CHUNK_BYTES / row_bytes) / (len(chunk) / vectors)
+        vectors = max(1, int(min(wanted, MAX_DATA_BYTES / (row_bytes * 2048))))
     frame = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0]
     return frame, total
+
+
+def _remember(cache: dict, key: str, value: Any, *, size: int = 256) -> None:
+    """``cache[key] = value``, the oldest entry dropped past ``size`` (a query's text can be long)."""
+    if len(cache) >= size:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
 
 
 def _needs_text(kind: str) -> bool:

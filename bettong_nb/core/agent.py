@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Se
 from urllib.parse import urlsplit
 
 from ..safety import secrets
-from . import approvals, budget, events, hooks, images, kernel, portable, structured, usage
+from . import approvals, budget, events, hooks, images, kernel, policy, portable, structured, usage
 from . import capability as cap
 from ._sync import awaited, run_sync
 from ..errors import ServiceError
@@ -252,19 +252,24 @@ def _unheard(event: events.Event) -> None:
     """The listener of a run nobody listens to."""
 
 
-async def execute(provider: Provider, options: Options, prompt: Prompt, *, toolbox: Toolbox | None = None,
+async def execute(provider: Provider, options: Options, prompt: Prompt, *,
+                  toolbox: Toolbox | Callable[[Options], Toolbox] | None = None,
                   budgets: Sequence[budget.Budget] = (), conversation: Any = None) -> RunResult:
     """Run one prompt to an answer. ``options.messages`` is a prior transcript to continue; its
     system prompt is kept as it is, so the provider's cached prefix survives. The prompt's
     images are converted and bounded here, before any request (an error for one that cannot go).
-    ``toolbox``: the one ``options`` make, when the caller kept it from an earlier run;
+    ``toolbox``: the one ``options`` make, when the caller kept it from an earlier run (or how
+    to get it: called only once the course policy admitted the run, so no server starts first);
     ``budgets``: the session's and batch's, which this run shares with others; ``conversation``:
     what "allow always" lasts for (a Session), else this run alone."""
+    # The course policy and the exam lock, before anything is prepared or sent.
+    options, ruled = policy.admit(provider, options, conversation=conversation)
     # Text that cannot be encoded (a lone surrogate) is mended as it enters the transcript, here
     # and below for answers and tool results, so no later request of a session fails on it.
     content = clean(images.prompt_content(prompt, max_side=options.image_max_side,
                                           max_bytes=options.image_max_bytes))
-    toolbox = toolbox or prepare(options)
+    if not isinstance(toolbox, Toolbox):
+        toolbox = (toolbox or prepare)(options)
     prior = list(options.messages)
     system = prior[0]["content"] if prior else toolbox.system
     # An observer (tracing) listens beside the run's own listener, to the same events.
@@ -277,7 +282,7 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *, toolb
                secret_values, conversation)
     run.scope = run.scope if run.scope is not None else run
     run.cell = kernel.current_cell()
-    budgets = budget.active(options.token_budget, options.cost_budget, options.prices, shared=budgets)
+    budgets = budget.active(options.token_budget, options.cost_budget, options.prices, shared=[*budgets, *ruled])
     fields = options.request_fields()
     shape = structured.Shape.of(options.output_type) if options.output_type is not None else None
     if shape is not None:
@@ -432,7 +437,7 @@ class ModelAgent:
         a batch's) are shared with the other runs holding them; ``conversation`` is what "allow
         always" lasts for (a Session passes itself)."""
         provider, options = self.resolve(overrides)
-        return await awaited(execute(provider, options, prompt, toolbox=self._toolbox(options), budgets=budgets,
+        return await awaited(execute(provider, options, prompt, toolbox=self._toolbox, budgets=budgets,
                                      conversation=conversation))
 
     def _toolbox(self, options: Options) -> Toolbox:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from ..core import policy
 from ..safety.hidden import hides, is_frame, without_hidden
 from .interpolation import interpolate
 from .runner import SESSION_NAME, Plan
@@ -97,7 +98,7 @@ def agent_cell(magics: AgentMagics, line: str, cell: str) -> None:
     The default session is configured with %config AgentMagics (DeepSeek when
     DEEPSEEK_API_KEY is set, else the offline demo model). Line commands:
     %agent sessions | usage | tools | transcript | reset | explain | fix [TARGET]
-    | save PATH [TARGET] | load PATH [TARGET].
+    | save PATH [TARGET] | load PATH [TARGET] | policy.
     """
     plan = cell_plan(magics, line, cell)
     return None if plan is None else magics.runner.launch(plan)
@@ -119,6 +120,7 @@ def _did_you_mean(message: str, options: list[str]) -> str:
 
 def cell_plan(magics: AgentMagics, line: str, cell: str) -> Plan | None:
     """The cell's plan; None when the line asks for help (which is printed)."""
+    policy.check_notebook(policy.current())  # the exam lock: nothing of the cell is read first
     words = line.split()
     if "-h" in words or "--help" in words:
         print(agent_cell.__doc__)

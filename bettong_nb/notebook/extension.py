@@ -56,7 +56,7 @@ def load_ipython_extension(ipython: Any) -> None:
     from ..core.results import RunResult
     from ..core.session import Session
     from ..records.terminal import result_text
-    from . import interrupts
+    from . import exam_lock, interrupts
     from .display import batch_html, batch_text, result_html, session_html
     from .progress import WidgetProgress
 
@@ -77,6 +77,7 @@ def load_ipython_extension(ipython: Any) -> None:
     batch.install_progress(WidgetProgress)
     _sync.install_runner(interrupts.cell_runner)  # Stop ends `await agent.arun(...)` in a cell too
     kernel.install_cell(magics.cells)  # each request and tool call records the cell it ran from
+    exam_lock.install(ipython)  # the page's metadata counts for the exam lock too
 
 
 def unload_ipython_extension(ipython: Any) -> None:
@@ -84,7 +85,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     from ..core import _sync, approvals, hooks, kernel
     from ..core.results import RunResult
     from ..core.session import Session
-    from . import interrupts
+    from . import exam_lock, interrupts
 
     ipython.input_transformers_cleanup[:] = [t for t in ipython.input_transformers_cleanup
                                              if not getattr(t, "bettong", False)]
@@ -106,3 +107,4 @@ def unload_ipython_extension(ipython: Any) -> None:
     batch.install_progress(None)
     _sync.install_runner(None)
     kernel.install_cell(None)
+    exam_lock.uninstall(ipython)

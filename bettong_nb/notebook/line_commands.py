@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from IPython.core.error import UsageError
 
+from ..core import policy as course_policy
 from .cell_magic import did_you_mean
 from .cells import usage_by_cell
 from .runner import SESSION_NAME, Plan, kernel_language
@@ -45,6 +46,7 @@ def agent_command(magics: AgentMagics, line: str) -> Any:
       %agent save PATH [TARGET]   write the conversation to PATH (JSON; secrets redacted)
       %agent load PATH [TARGET]   resume a saved conversation: the next %%agent TARGET cell continues it
       %agent history [PATH]       the cells agents wrote or changed in this notebook (or PATH): when, model, who accepted
+      %agent policy               the course policy in force, the file each rule came from, and the exam lock
 
     Without TARGET: the default session. Run a prompt with a %%agent cell (%%agent --help).
     Configure the default session with %config AgentMagics.
@@ -54,6 +56,8 @@ def agent_command(magics: AgentMagics, line: str) -> Any:
         print(agent_command.__doc__)
         return None
     command, rest = words[0], words[1:]
+    if command != "policy":  # what applies stays visible under the exam lock: it says why
+        course_policy.check_notebook(course_policy.current())
     if command not in COMMANDS:
         raise UsageError(f"Unknown %agent command {command!r}{did_you_mean(command, list(COMMANDS))}. "
                          f"Commands: {', '.join(COMMANDS)}. "
@@ -231,7 +235,26 @@ def line_turn_plan(magics: AgentMagics, line: str) -> Plan:
     return turn_plan(magics, command, words)
 
 
+def policy(magics: AgentMagics, command: str, words: list[str]) -> None:
+    """``%agent policy``: each rule in force and the file it came from, and whether this
+    notebook is locked."""
+    _no_options(command, words)
+    if words:
+        raise UsageError(f"%agent {command} takes no argument; got {' '.join(words)!r}")
+    rules = course_policy.current()
+    if rules is None:
+        print(f"No course policy: {course_policy.ENV} is not set and no {course_policy.FILENAME} "
+              "is in the Jupyter config folders (jupyter --paths).")
+    else:
+        print("Course policy (the files merge, the stricter rule winning):")
+        for rule, value, source in rules.rows():
+            print(f"  {rule} = {value}    from {source}")
+    lock = course_policy.notebook_lock(rules)
+    where = course_policy.notebook_path() or "unknown (nobody told the kernel; its folder counts)"
+    print(f"This notebook: {where}; {lock or 'agents allowed'}.")
+
+
 COMMANDS: dict[str, Callable[[AgentMagics, str, list[str]], Any]] = {
     "sessions": sessions, "usage": usage, "tools": tools, "transcript": transcript, "reset": reset,
-    "save": save, "load": load, "history": history, "explain": turn, "fix": turn,
+    "save": save, "load": load, "history": history, "explain": turn, "fix": turn, "policy": policy,
 }

@@ -73,6 +73,7 @@ from typing import Any
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
+from . import exam_lock
 from .cell_magic import agent_cell, cell_plan
 from .cells import CellFinder
 from .errorlog import ErrorLog
@@ -120,6 +121,7 @@ class AgentMagics(Magics):
     async def agent_cell_async(self, line: str, cell: str | None) -> None:
         """What an awaiting ``%%agent`` cell runs (ipykernel >= 7.4): the turn, then return.
         ``cell`` None: a ``%agent explain|fix`` line."""
+        await exam_lock.refresh()  # the page's metadata, read now: the exam lock as it stands
         plan = cell_plan(self, line, cell) if cell is not None else line_turn_plan(self, line)
         if plan is None:
             return None

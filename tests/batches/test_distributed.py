@@ -237,3 +237,14 @@ def test_no_key_or_url_credential_enters_the_task_graph(cluster):
     # the workers hold no URL with credentials to that host: the partition fails saying how
     with pytest.raises(RuntimeError, match=r"held credentials.*LocalCluster\(env="):
         lazy.compute()
+
+
+def test_the_course_policy_refuses_on_the_driver_before_any_task(cluster, tmp_path, monkeypatch):
+    rules = tmp_path / "policy.json"
+    rules.write_text('{"allowed_models": ["course-model"]}')
+    monkeypatch.setenv("BETTONG_NB_POLICY", str(rules))
+    model = Model()
+    with LoopbackServer(model) as server:
+        with pytest.raises(bettong_nb.PolicyError, match="allowed_models"):
+            agent_on(server).map_frame(frame(10), prompt="Say {text}")
+    assert model.arrivals == []

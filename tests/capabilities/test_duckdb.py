@@ -95,6 +95,34 @@ def test_a_credential_file_reached_by_a_glob_is_refused_while_the_same_glob_with
     assert out.data["content"].tolist() == ["line\nok\n"]
 
 
+def test_a_query_asked_again_is_checked_again_and_reads_the_files_again(tree, guarded):
+    """What is remembered per SQL text is only that a plan passed; a refusal is never remembered as
+    a pass, and the answer itself is read anew."""
+    refused = "SELECT * FROM pg_catalog.pg_settings"
+    for _ in range(3):
+        with pytest.raises(PermissionError, match="duckdb_settings"):
+            guarded.query(refused)
+        assert guarded.query("SELECT count(*) AS n FROM 'data.csv'").data["n"].tolist() == [2]
+    for _ in range(2):
+        with pytest.raises(PermissionError, match=r"opened a credential file \(conf/\.env\)"):
+            guarded.query("SELECT filename, content FROM read_text('conf/*')")
+    data = tree / "root" / "again.csv"
+    data.write_text("a\n1\n")
+    assert guarded.query("SELECT sum(a) AS s FROM 'again.csv'").data["s"].tolist() == [1]
+    data.write_text("a\n1\n2\n")
+    assert guarded.query("SELECT sum(a) AS s FROM 'again.csv'").data["s"].tolist() == [3]
+    data.unlink()
+
+
+def test_a_sparse_filter_keeps_every_row_in_order(analyst):
+    """A filter's vectors hold a few rows each; fetched by rows, none is lost or repeated."""
+    out = analyst.query("SELECT range AS n FROM range(3000000) WHERE range % 997 = 5 ORDER BY n")
+    assert out.data["n"].tolist() == list(range(5, 3_000_000, 997))
+    out = analyst.query("SELECT range AS n FROM range(3000000) WHERE range % 997 = 5")
+    assert sorted(out.data["n"].tolist()) == list(range(5, 3_000_000, 997))
+    assert out.data.attrs["total_rows"] == len(range(5, 3_000_000, 997)) and not out.data.attrs["truncated"]
+
+
 # --- analytic queries against known data ------------------------------------------------------
 
 @pytest.fixture(scope="module")
