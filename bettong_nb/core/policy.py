@@ -24,6 +24,7 @@ security boundary: keys and money are enforced at the course gateway.
 from __future__ import annotations
 
 import json
+import functools
 import os
 import threading
 from dataclasses import dataclass, field, replace
@@ -157,6 +158,21 @@ def load(path: str | os.PathLike) -> Policy:
     return Policy(**rules, sources={key: (where,) for key in rules})
 
 
+# What jupyter_config_path() reads: its answer is kept per value of these (it costs more than
+# the rest of a run's policy check, which runs before every run).
+_CONFIG_ENV = ("JUPYTER_CONFIG_DIR", "JUPYTER_CONFIG_PATH", "JUPYTER_PREFER_ENV_PATH", "JUPYTER_NO_CONFIG",
+               "JUPYTER_PLATFORM_DIRS", "HOME", "XDG_CONFIG_HOME", "CONDA_PREFIX", "VIRTUAL_ENV")
+
+
+@functools.lru_cache(maxsize=8)
+def _config_folders(environment: tuple) -> tuple[str, ...]:
+    try:
+        from jupyter_core.paths import jupyter_config_path
+    except ImportError:  # no Jupyter here: only the variable can name a policy
+        return ()
+    return tuple(jupyter_config_path())
+
+
 def files() -> list[Path]:
     """The policy files in force: BETTONG_NB_POLICY's (which must exist when set: a policy that
     cannot be found must not silently lift), then each config folder's."""
@@ -166,13 +182,7 @@ def files() -> list[Path]:
         if not Path(named).is_file():
             raise PolicyError(f"{ENV}={named}: no such course policy file")
         found.append(Path(named))
-    try:
-        from jupyter_core.paths import jupyter_config_path
-    except ImportError:  # no Jupyter here: only the variable can name a policy
-        folders = []
-    else:
-        folders = jupyter_config_path()
-    for folder in folders:
+    for folder in _config_folders(tuple(os.environ.get(name) for name in _CONFIG_ENV)):
         candidate = Path(folder) / FILENAME
         if candidate.is_file() and candidate not in found:
             found.append(candidate)
