@@ -25,12 +25,14 @@ __all__ = ["measure", "CELLS"]
 CELLS = 300
 
 
-def _notebook(path: Path, cells: int) -> None:
+def filler_cells(count: int) -> list:
+    """``count`` cells of an ordinary data notebook: headings, code with text outputs, now and
+    then a ~5 kB image."""
     import nbformat
 
-    png = base64.b64encode(os.urandom(4000)).decode()  # a ~5 kB image's worth of base64
-    out = [nbformat.v4.new_code_cell("# driver")]  # first: a windowed notebook renders only what is in view
-    for i in range(cells - 1):
+    png = base64.b64encode(bytes.fromhex("89504e470d0a1a0a") + os.urandom(4000)).decode()
+    out = []
+    for i in range(count):
         if i % 3 == 0:
             out.append(nbformat.v4.new_markdown_cell(f"## Step {i}\n\nWe look at *part {i}* of the data, " * 3))
             continue
@@ -41,9 +43,22 @@ def _notebook(path: Path, cells: int) -> None:
             outputs.append(nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"}))
         out.append(nbformat.v4.new_code_cell(f"df_{i} = load({i})\ndf_{i}.describe()\n" * 2, outputs=outputs,
                                              execution_count=i))
-    nb = nbformat.v4.new_notebook(cells=out)
+    return out
+
+
+def write_notebook(path: Path, cells: list) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, path)
+
+
+def _notebook(path: Path, cells: int) -> None:
+    import nbformat
+
+    # the driver first: a windowed notebook renders only what is in view
+    write_notebook(path, [nbformat.v4.new_code_cell("# driver"), *filler_cells(cells - 1)])
 
 
 def unavailable() -> str | None:

@@ -17,13 +17,12 @@ Without Chromium or Playwright the rows are skipped, and the reason printed.
 from __future__ import annotations
 
 import argparse
-import base64
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from .bench_frontend import filler_cells, unavailable, write_notebook
 from .common import ROOT, row
 
 __all__ = ["measure", "CELLS"]
@@ -34,37 +33,13 @@ CELLS = 300
 def _notebook(path: Path, cells: int, edits: int) -> None:
     import nbformat
 
-    png = base64.b64encode(bytes.fromhex("89504e470d0a1a0a") + os.urandom(4000)).decode()
     turns = [[("edit_cell", {"cell_id": "target", "source": f"v = {n + 1}"})] for n in range(edits)] + ["done"]
     setup = ("%load_ext bettong_nb\nimport bettong_nb\nfrom bettong_nb.providers.scripted import Scripted\n"
              f"bot = bettong_nb.agent(provider=Scripted({turns!r}))")
     out = [nbformat.v4.new_code_cell("# driver"), nbformat.v4.new_code_cell(setup),
            nbformat.v4.new_code_cell("v = 0"), nbformat.v4.new_code_cell("%%agent bot --notebook\nedit")]
     out[2].id = "target"
-    for i in range(cells - len(out)):
-        if i % 3 == 0:
-            out.append(nbformat.v4.new_markdown_cell(f"## Step {i}\n\nWe look at *part {i}* of the data, " * 3))
-            continue
-        outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"row {i}: " + "x" * 200 + "\n"),
-                   nbformat.v4.new_output("execute_result", data={"text/plain": repr(list(range(i % 40)))},
-                                          execution_count=i)]
-        if i % 20 == 1:
-            outputs.append(nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"}))
-        out.append(nbformat.v4.new_code_cell(f"df_{i} = load({i})\ndf_{i}.describe()\n" * 2, outputs=outputs,
-                                             execution_count=i))
-    nb = nbformat.v4.new_notebook(cells=out)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
-
-
-def unavailable() -> str | None:
-    if not os.path.exists("/usr/bin/chromium"):
-        return "/usr/bin/chromium is missing"
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        return "playwright is not installed"
-    return None
+    write_notebook(path, out + filler_cells(cells - len(out)))
 
 
 def run(cells: int = CELLS, repeat: int = 10) -> dict:
