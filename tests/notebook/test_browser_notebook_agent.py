@@ -12,7 +12,7 @@ import time
 import nbformat
 import pytest
 
-from support.browser import JupyterLab, cell, chromium, open_notebook, run_cell, wait_idle
+from support.browser import browser, cell, lab, open_notebook, run_cell, wait_idle  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -64,19 +64,6 @@ def _kernel_ready(lab, name: str) -> bool:
         if session["path"] == name and kernel["execution_state"] == "idle" and kernel["connections"] > 0:
             return True
     return False
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    server = JupyterLab(tmp_path_factory.mktemp("root"), tmp_path_factory.mktemp("state")).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as browser:
-        yield browser
 
 
 @pytest.fixture

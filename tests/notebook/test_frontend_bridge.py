@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from support.bridge_driver import MARK, Driver
-from support.browser import JupyterLab, chromium, open_notebook
+from support.browser import browser, lab, open_notebook  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -36,20 +36,6 @@ def _code(source: str, outputs=(), count=None):
 
 def _driver():
     return _code(MARK)
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    root = tmp_path_factory.mktemp("root")
-    server = JupyterLab(root, tmp_path_factory.mktemp("state")).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as browser:
-        yield browser
 
 
 @pytest.fixture

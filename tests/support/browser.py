@@ -26,6 +26,8 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator
 
+import pytest
+
 from .servers import free_port
 
 CHROMIUM = "/usr/bin/chromium"
@@ -164,3 +166,19 @@ def wait_idle(page, index: int, timeout_ms: float = 30_000) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"cell {index} still running after {timeout_ms / 1000:.0f} s (prompt {text!r})")
+
+
+# Fixtures a browser test module shares: one server and one browser for all its tests.
+#     from support.browser import browser, lab  # noqa: F401  (fixtures)
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    server = JupyterLab(tmp_path_factory.mktemp("root"), tmp_path_factory.mktemp("state")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as browser:
+        yield browser
