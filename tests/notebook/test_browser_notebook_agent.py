@@ -205,6 +205,8 @@ def test_two_notebooks_open_at_once_each_edit_only_themselves(lab, page):
             "accepted by you", timeout=15_000)
         cells.nth(3).locator(".jp-InputArea-editor").click()
         page.keyboard.press("Control+Enter")
+        # Saved before the dump cell's count arrives, the notebook turns dirty again when it does.
+        _wait(lambda: any(c.isdigit() for c in cells.nth(3).locator(".jp-InputPrompt").inner_text()), f"{name} dump")
         page.keyboard.press("Control+s")
         _wait(lambda: "jp-mod-dirty" not in (tab(name).get_attribute("class") or ""), f"{name} saved")
     left = nbformat.read(lab.root_dir / "left.ipynb", as_version=4)

@@ -150,7 +150,7 @@ def test_a_reload_a_kernel_change_and_a_restart_keep_the_bridge(lab, page, resul
     _idle(page)
     changed = driver.run("""
         import os
-        fe = await frontend.connect()
+        fe = await frontend.connect(timeout=20)
         result = [os.getpid(), fe.path, len(await fe.cells())]
     """)
     assert changed[0] != pid and changed[1:] == ["lives.ipynb", 2]
@@ -159,9 +159,10 @@ def test_a_reload_a_kernel_change_and_a_restart_keep_the_bridge(lab, page, resul
     (session,) = [s for s in json.loads(lab._api("GET", "/api/sessions")) if s["path"] == "lives.ipynb"]
     lab._api("POST", f"/api/kernels/{session['kernel']['id']}/restart")
     _idle(page)
+    # The status bar may still show the old kernel's Idle: give the page time to meet the new one.
     restarted = driver.run("""
         import os
-        fe = await frontend.connect()
+        fe = await frontend.connect(timeout=20)
         result = [os.getpid(), fe.app, len(await fe.cells())]
     """)
     assert restarted[0] not in (pid, changed[0]) and restarted[1:] == ["JupyterLab", 2]
