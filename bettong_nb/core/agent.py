@@ -166,9 +166,11 @@ class _Run:
         """One step's tool calls, asked about one at a time in the model's order. An allowed call
         starts at once, beside the calls still running, unless its tool must run alone: then it
         waits for them, and the calls after it wait for it. Results keep the model's order. A sync
-        tool runs in a worker thread even alone, so the event loop (a live view's clock, the
-        stop button) goes on while it works."""
+        tool runs in a worker thread even alone when anything could go on meanwhile (a listener:
+        a live view's clock, the stop button; other tasks on the loop: a batch's runs)."""
         results: list[asyncio.Task | dict] = []
+        # Alone and unwatched, the thread hop would buy nothing and cost a tenth of a short run.
+        in_thread = self.listener is not _unheard or len(asyncio.all_tasks()) > 1
         async with asyncio.TaskGroup() as group:  # cancelling the run cancels the running calls
             for block in uses:
                 pending = await self.ask(block)
@@ -177,7 +179,7 @@ class _Run:
                     continue
                 if pending.allowed:
                     await asyncio.gather(*(r for r in results if isinstance(r, asyncio.Task)))
-                results.append(await self.finish(pending, in_thread=True))
+                results.append(await self.finish(pending, in_thread=in_thread))
         return [r.result() if isinstance(r, asyncio.Task) else r for r in results]
 
     async def ask(self, block: dict) -> _Pending:

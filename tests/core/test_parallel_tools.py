@@ -218,3 +218,29 @@ def test_cancelling_a_round_cancels_its_running_calls_and_keeps_the_session(w, b
     result = asyncio.run(main())
     assert sorted(cancelled) == ["Kaunas", "Riga", "Tallinn"]
     assert result.done and session.turns == 2
+
+
+def test_a_lone_sync_tool_runs_in_a_thread_only_when_something_could_go_on_meanwhile():
+    where: list[tuple[str, bool]] = []
+    started = threading.Barrier(2, timeout=5)
+
+    def probe(name: str) -> str:
+        where.append((name, threading.current_thread() is threading.main_thread()))
+        if name.startswith("batch"):
+            started.wait()  # both runs' tools at once: neither blocks the loop the other needs
+        return f"{name} done"
+
+    tool = {"name": "probe", "description": "Say done.", "handler": probe,
+            "parameters": {"name": {"type": "string", "required": True}}}
+
+    def one(name: str, **options):
+        return _agent([[("probe", {"name": name})], "done"], tool, **options)
+
+    async def main():
+        assert (await one("alone").arun("go")).output == "done"
+        assert (await one("watched", on_event=lambda event: None).arun("go")).output == "done"
+        first, second = await asyncio.gather(one("batch-1").arun("go"), one("batch-2").arun("go"))
+        assert first.output == second.output == "done"
+
+    asyncio.run(main())
+    assert dict(where) == {"alone": True, "watched": False, "batch-1": False, "batch-2": False}
