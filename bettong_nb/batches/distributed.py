@@ -464,7 +464,7 @@ class _SharedBudget(budget.Budget):
     async def take(self, estimate: int) -> str | None:
         return await self.shared.take(self, estimate)
 
-    def settle(self, usage: Usage | None, estimate: int) -> None:
+    def settle(self, usage: Usage | None, estimate: int, billed: float | None = None) -> None:
         self.shared.settle(usage, estimate)
 
 

@@ -328,7 +328,8 @@ async def _steps(run: _Run, provider: Provider, provider_name: str | None, host:
         except ServiceError as err:  # whatever path made it, the message holds no secret
             raise err.redact(run.secrets) from None
         finally:
-            budget.settle(budgets, None if response is None else response.usage, estimate)
+            budget.settle(budgets, None if response is None else response.usage, estimate,
+                          None if response is None else response.cost)
         latency = time.perf_counter() - started
         run.steps += 1
         run.spent += response.usage

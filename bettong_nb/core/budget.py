@@ -70,8 +70,10 @@ class Budget:
             self.reserved += estimate
         return why
 
-    def settle(self, usage: Usage | None, estimate: int) -> None:
-        """The request that took ``estimate`` is over: count what it spent (None: nothing came)."""
+    def settle(self, usage: Usage | None, estimate: int, billed: float | None = None) -> None:
+        """The request that took ``estimate`` is over: count what it spent (None: nothing came).
+        ``billed`` (a gateway's reported cost) is not used: this budget counts at its ``prices``,
+        which its estimates need anyway."""
         self.reserved -= estimate
         if usage is not None:
             self.spent += usage
@@ -88,9 +90,10 @@ async def take(budgets: list[Budget], estimate: int) -> str | None:
     return None
 
 
-def settle(budgets: list[Budget], usage: Usage | None, estimate: int) -> None:
+def settle(budgets: list[Budget], usage: Usage | None, estimate: int, billed: float | None = None) -> None:
+    """Count a request's ``usage`` (and what a gateway ``billed`` for it) in every budget it held."""
     for one in budgets:
-        one.settle(usage, estimate)
+        one.settle(usage, estimate, billed)
 
 
 def estimate_tokens(system: str, messages: list, tools: list, max_tokens: int | None) -> int:

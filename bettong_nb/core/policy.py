@@ -305,14 +305,15 @@ class _Pool:
 
     def __init__(self) -> None:
         self.tokens, self.money, self.held_tokens, self.held_money = 0, 0.0, 0, 0.0
+        self.uncounted = False  # an answer came whose cost nobody could say: the cost budget fails closed
         self.lock = threading.Lock()
 
 
 @dataclass
 class _Draw:
-    """One run's share of a pool, costed at the run's prices: the core loop holds each request's
-    estimate in it before sending (``take``) and counts what came back (``settle``), as it does
-    with a Budget."""
+    """One run's share of a pool: the core loop holds each request's estimate in it before
+    sending (``take``) and counts what came back (``settle``), as it does with a Budget. An
+    answer costs what the course gateway billed for it, else what the run's prices make of it."""
 
     scope: str
     pool: _Pool
@@ -331,9 +332,12 @@ class _Draw:
                     f"({pool.tokens} used, {pool.held_tokens} held, the next request needs about {estimate}; "
                     f"{self.where})")
         if self.cost is not None:
+            if pool.uncounted:
+                return (f"the course policy's {self.scope} cost budget cannot be kept: an answer came without "
+                        f"its cost (the gateway reported none) and this agent has no prices= ({self.where})")
             upcoming = self._money(Usage(prompt_tokens=estimate))
             if pool.money + pool.held_money + upcoming > self.cost:
-                currency = self.prices.get("currency")
+                currency = (self.prices or {}).get("currency")
                 return (f"the course policy's {self.scope} cost budget of {money(self.cost, currency)} would be "
                         f"exceeded ({money(pool.money, currency)} spent; {self.where})")
         return None
@@ -346,13 +350,14 @@ class _Draw:
                 self.pool.held_money += self._money(Usage(prompt_tokens=estimate))
             return why
 
-    def settle(self, usage: Usage | None, estimate: int) -> None:
+    def settle(self, usage: Usage | None, estimate: int, billed: float | None = None) -> None:
         with self.pool.lock:
             self.pool.held_tokens -= estimate
             self.pool.held_money -= self._money(Usage(prompt_tokens=estimate))
             if usage is not None:
                 self.pool.tokens += usage.prompt_tokens + usage.completion_tokens
-                self.pool.money += self._money(usage)
+                self.pool.money += billed if billed is not None else self._money(usage)
+                self.pool.uncounted |= billed is None and not self.prices and self.cost is not None
 
 
 _kernel_pool = _Pool()
@@ -423,8 +428,6 @@ def admit(provider: Any, options: Any, *, conversation: Any = None) -> tuple[Any
         label, kind = capability_label(capability).lower(), type(capability).__name__.lower()
         if {label, kind} & {name.lower() for name in rules.disallowed_capabilities}:
             raise rules.refuse("disallowed_capabilities", f"capability {label!r} is not allowed")
-    if rules.cost_budget and not options.prices:
-        raise rules.refuse("cost_budget", "a cost budget applies and this agent has no prices= to count cost with")
     budgets = []
     for scope in SCOPES:
         tokens, money_limit = rules.token_budget.get(scope), rules.cost_budget.get(scope)

@@ -172,15 +172,32 @@ def test_session_budget_per_conversation_and_kernel_budget_across_agents(course)
         assert len(server.requests) == 1
 
 
-def test_cost_budget_needs_prices_and_stops_spending(course):
+def test_cost_budget_counts_at_the_prices_and_stops_spending(course):
     course({"cost_budget": {"kernel": 0.0005}})
     prices = {"input": 1.0, "output": 2.0}  # per million tokens: an answer costs $0.000104
     with LoopbackServer(answers(20)) as server:
-        refused(server, lambda: on(server).run("x"), "cost_budget", "prices")
         results = [on(server, prices=prices).run("hi") for _ in range(12)]
     assert results[0].done and results[-1].stop_reason == "budget"
     assert "kernel cost budget" in results[-1].reason
-    assert len(server.requests) < 12
+    assert len(server.requests) == 4  # the 5th would pass $0.0005 with its own estimate
+
+
+def test_cost_budget_counts_what_the_gateway_billed_and_fails_closed_without_a_bill(course):
+    # No prices: the course gateway's bill for each answer is what the budget counts.
+    course({"cost_budget": {"session": 0.01}})
+    billed = {"prompt_tokens": 100, "completion_tokens": 2, "total_tokens": 102, "cost": 0.004}
+    with LoopbackServer(ChatScript([chat_message("ok", usage=billed) for _ in range(5)])) as server:
+        chat = on(server).session()
+        outcomes = [chat.run("hi") for _ in range(4)]
+    assert [r.done for r in outcomes] == [True, True, True, False]
+    assert "session cost budget" in outcomes[-1].reason and len(server.requests) == 3
+    # An answer nobody can cost (no bill, no prices): the budget cannot be kept, so the next request waits.
+    with LoopbackServer(answers(3)) as server:
+        chat = on(server).session()
+        assert chat.run("hi").done
+        stopped = chat.run("again")
+    assert stopped.stop_reason == "budget" and "cannot be kept" in stopped.reason and "prices=" in stopped.reason
+    assert len(server.requests) == 1
 
 
 def note_tool(seen):
