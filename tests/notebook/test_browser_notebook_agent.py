@@ -12,7 +12,8 @@ import time
 import nbformat
 import pytest
 
-from support.browser import browser, cell, lab, open_notebook, run_cell, wait_idle  # noqa: F401  (fixtures)
+from support.browser import (browser, cell, kernel_ready, lab, open_notebook, open_notebook7, run_cell,  # noqa: F401
+                             wait_idle)  # (browser and lab are fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -55,15 +56,6 @@ def _wait(condition, what: str, timeout: float = 15.0):
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {timeout:g} s")
         time.sleep(0.05)
-
-
-def _kernel_ready(lab, name: str) -> bool:
-    """Notebook 7 shows no status bar: the server says when the page's kernel is connected and idle."""
-    for session in json.loads(lab._api("GET", "/api/sessions")):
-        kernel = session["kernel"]
-        if session["path"] == name and kernel["execution_state"] == "idle" and kernel["connections"] > 0:
-            return True
-    return False
 
 
 @pytest.fixture
@@ -149,9 +141,7 @@ def test_reject_and_stop_in_notebook7(lab, page):
              [("insert_cell", {"source": "never = True", "after_cell_id": "load"})], "Done."]
     path = lab.root_dir / "seven.ipynb"
     _write(path, [("setup", _setup(turns)), ("load", "df = 1"), ("agent", "%%agent bot --notebook\nTidy up")])
-    page.goto(f"{lab.url}/notebooks/seven.ipynb?token={lab.token}")
-    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
-    _wait(lambda: _kernel_ready(lab, "seven.ipynb"), "Notebook 7's kernel connected and idle", timeout=60)
+    open_notebook7(page, lab, "seven.ipynb")
     run_cell(page, 0)
     wait_idle(page, 0)
     run_cell(page, 2)
@@ -186,7 +176,7 @@ def test_two_notebooks_open_at_once_each_edit_only_themselves(lab, page):
     page.locator(".jp-DirListing-item", has_text="right.ipynb").dblclick()
     tab = lambda name: page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=f"{name}.ipynb")  # noqa: E731
     expect(tab("right")).to_have_class(re.compile("lm-mod-current"), timeout=30_000)
-    _wait(lambda: _kernel_ready(lab, "right.ipynb") and _kernel_ready(lab, "left.ipynb"), "both kernels", timeout=60)
+    _wait(lambda: kernel_ready(lab, "right.ipynb") and kernel_ready(lab, "left.ipynb"), "both kernels", timeout=60)
     for name, wanted in (("right", "side = 'RIGHT'"), ("left", "side = 'LEFT'")):
         tab(name).click()
         expect(tab(name)).to_have_class(re.compile("lm-mod-current"))

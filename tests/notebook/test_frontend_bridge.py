@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from support.bridge_driver import MARK, Driver
-from support.browser import browser, lab, open_notebook  # noqa: F401  (fixtures)
+from support.browser import browser, lab, open_notebook, open_notebook7  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -318,8 +318,7 @@ def test_two_notebooks_open_at_once_each_change_only_themselves(lab, page, resul
 def test_notebook7_page(lab, page, results):
     _notebook(lab.root_dir / "seven.ipynb", [nbformat.v4.new_markdown_cell("# Notebook 7"), _code("n = 7"),
                                              _driver()])
-    page.goto(f"{lab.url}/notebooks/seven.ipynb?token={lab.token}")
-    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+    open_notebook7(page, lab, "seven.ipynb")
     driver = Driver(page, results)
     got = driver.run("""
         fe = await frontend.connect()

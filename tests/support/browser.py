@@ -147,6 +147,32 @@ def open_notebook(page, lab: JupyterLab, name: str, timeout_ms: float = 60_000) 
     page.locator(".jp-StatusBar-Widget", has_text="| Idle").first.wait_for(timeout=timeout_ms)
 
 
+def kernel_ready(lab: JupyterLab, name: str) -> bool:
+    """Whether the server says the page's kernel for ``name`` is connected and idle (Notebook 7
+    shows no status bar to read it from)."""
+    for session in json.loads(lab._api("GET", "/api/sessions")):
+        kernel = session["kernel"]
+        if session["path"] == name and kernel["execution_state"] == "idle" and kernel["connections"] > 0:
+            return True
+    return False
+
+
+def open_notebook7(page, lab: JupyterLab, name: str, timeout: float = 60.0) -> None:
+    """Open ``name`` in Notebook 7 and wait until its kernel is connected and idle. On a busy
+    machine the page may ask which kernel to start before it has read the kernel specs: the
+    notebook's own kernel is the dialog's default, so take it."""
+    page.goto(f"{lab.url}/notebooks/{name}?token={lab.token}")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=timeout * 1000)
+    deadline = time.monotonic() + timeout
+    while not kernel_ready(lab, name):
+        dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
+        if dialog.count():
+            dialog.get_by_role("button", name="Select").click()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{name}: Notebook 7's kernel not connected and idle within {timeout:g} s")
+        time.sleep(0.1)
+
+
 def cell(page, index: int):
     return page.locator(".jp-Notebook .jp-Cell").nth(index)
 
