@@ -179,7 +179,7 @@ def holds_credential(value: str) -> bool:
     a password in a URL, a known token shape, any form of a value :func:`redact` hides, or a
     credential-named ``name=value`` pair (``?api_key=``, ``#access_token=``, ``;password=``,
     ``host=db password=pw``)."""
-    return bool(_matcher(_values(())).spans(value.encode("utf-8", "surrogatepass")) or _credential_pairs(value))
+    return bool(_spans(value.encode("utf-8", "surrogatepass"), ()) or _credential_pairs(value))
 
 
 # ``name=value`` with a credential-like name: in a URL's query (``?api_key=``, ``&token=``) or
@@ -255,7 +255,7 @@ def redact(text: str, *, extra: Iterable[str | None] = ()) -> tuple[str, int]:
         return text, 0
     plain = text.isascii()  # then byte positions are character positions
     data = text.encode() if plain else text.encode("utf-8", "surrogatepass")
-    spans = _matcher(_values(extra)).spans(data)
+    spans = _spans(data, extra)
     if not spans:
         return text, 0
     source, marker = (text, REDACTED) if plain else (data, REDACTED.encode())
@@ -297,10 +297,10 @@ def redaction_spans(text: str, *, extra: Iterable[str | None] = ()) -> list[tupl
     if not text or not _enabled.get():
         return []
     if text.isascii():
-        return _matcher(_values(extra)).spans(text.encode())
+        return _spans(text.encode(), extra)
     data = text.encode("utf-8", "surrogatepass")
     out, chars, at = [], 0, 0
-    for start, end in _matcher(_values(extra)).spans(data):
+    for start, end in _spans(data, extra):
         # characters are the bytes that do not continue a UTF-8 sequence
         first = chars + len(data[at:start].translate(None, _CONTINUATION))
         chars = first + len(data[start:end].translate(None, _CONTINUATION))
@@ -312,11 +312,27 @@ def redaction_spans(text: str, *, extra: Iterable[str | None] = ()) -> list[tupl
 _CONTINUATION = bytes(range(0x80, 0xC0))
 
 
-def _values(extra: Iterable[str | None]) -> frozenset[str]:
-    # What agents of this process hold (their keys) counts everywhere: a tool that cuts its own
-    # output (the shell) must not cut through the provider's key either.
-    return frozenset(v for v in [*credential_values(), *_held, *extra]
-                     if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_LENGTH)
+def _worth(values: Iterable[str | None]) -> frozenset[str]:
+    return frozenset(v for v in values if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_LENGTH)
+
+
+# Up to this many values of the environment and held keys, one matcher takes them with a call's
+# ``extra`` (one scan of the text). Past it (a long-lived process that built many agents), the
+# call's own values get a matcher of their own: building one over every held value for each new
+# ``extra`` cost ~70 ms a call with a few hundred held, and grew with each.
+_ONE_MATCHER_UP_TO = 64
+
+
+def _spans(data: bytes, extra: Iterable[str | None]) -> list[tuple[int, int]]:
+    """Sorted, merged spans of every secret in ``data``: the token shapes and URL passwords, the
+    forms of ``extra``, and those of what agents of this process hold (their keys) and the
+    environment's credentials, which count everywhere (a tool that cuts its own output, the
+    shell, must not cut through the provider's key either)."""
+    known = _worth([*credential_values(), *_held])
+    own = _worth(extra) - known
+    if not own or len(known) <= _ONE_MATCHER_UP_TO:
+        return _matcher(known | own).spans(data)
+    return _merge(_matcher(known).spans(data) + _matcher(own, False).spans(data))
 
 
 # --- the forms of a value -----------------------------------------------------------------------
@@ -495,7 +511,9 @@ def _unbroken(text: str) -> str:
 class _Matcher:
     """Finds every form of a fixed set of values, and every token shape, in a text."""
 
-    def __init__(self, values: frozenset[str]):
+    def __init__(self, values: frozenset[str], shapes: bool = True):
+        """``shapes=False``: only the forms of ``values`` (no token shapes, no URL passwords:
+        for values looked for beside a matcher that finds those)."""
         forms = {_unbroken(f).encode("utf-8", "surrogatepass") for v in values for f in _forms(v)}
         hex_forms = {f for f in forms if not f.strip(_HEX_DIGITS)}
         forms -= hex_forms
@@ -511,7 +529,8 @@ class _Matcher:
                 for o in range(len(form) - self.chunk + 1):
                     self.chunks.setdefault(form[o:o + self.chunk], []).append((form, o))
         self.shapes: dict[int, list[_Shape]] = {}
-        for shape in _SHAPES:
+        self.urls = shapes
+        for shape in _SHAPES if shapes else ():
             self.shapes.setdefault(ord(shape.anchor), []).append(shape)
         self.grams: dict[bytes, list[tuple[bytes, int]]] = {}
         for form, a in _anchors(forms, set(self.shapes)).items():
@@ -529,12 +548,12 @@ class _Matcher:
         # ``after`` and then (looking back over it all) its ``before``. A stop costs one
         # pass down the trie, so shapes with nothing after their anchor are few and cheap.
         follows = [(g[1:].translate(self.table), b"") for g in self.grams]
-        for shape in _SHAPES:
+        for shape in _SHAPES if shapes else ():
             for after in itertools.product(*shape.after):
                 after = "".join(after).encode().translate(self.table)
                 behind = b"".join(map(chars, shape.before)) + re.escape(bytes([_MARK]) + after)
                 follows.append((after, b"(?<=" + behind + b")" if shape.before else b""))
-        self.scan = re.compile(re.escape(bytes([_MARK])) + b"(?=" + _trie(follows) + b")")
+        self.scan = re.compile(re.escape(bytes([_MARK])) + b"(?=" + _trie(follows) + b")") if follows else None
 
     def spans(self, data: bytes) -> list[tuple[int, int]]:
         """Sorted, merged ``(start, end)`` of everything to redact in ``data``."""
@@ -543,7 +562,7 @@ class _Matcher:
         hits: list[int] = []     # start and end (inclusive) of each form found, in joined
         anchors: list[int] = []  # of token shapes, in joined
         grams, shapes = self.grams, self.shapes
-        for m in self.scan.finditer(joined.translate(self.table)):
+        for m in self.scan.finditer(joined.translate(self.table)) if self.scan is not None else ():
             p = m.start()
             for form, a in grams.get(joined[p:p + _GRAM], ()):
                 if p >= a and joined.startswith(form, p - a):
@@ -552,7 +571,7 @@ class _Matcher:
                 anchors.append(p)
         if self.chunks:
             hits += self._hex(joined)
-        found = _userinfo(data) if b"@" in data else []
+        found = _userinfo(data) if self.urls and b"@" in data else []
         if not hits and not anchors and not found:
             return []
         where = _positions(data, breaks, hits + anchors)
@@ -718,4 +737,4 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(s, e) for s, e in merged]
 
 
-_matcher: Callable[[frozenset[str]], _Matcher] = functools.lru_cache(maxsize=16)(_Matcher)
+_matcher: Callable[..., _Matcher] = functools.lru_cache(maxsize=16)(_Matcher)

@@ -179,9 +179,20 @@ def test_wrapped_base64_of_a_long_text_holding_the_value():
     assert text.count("\n") <= wrapped.count("\n")  # line breaks outside the value stay
 
 
-def test_random_placements_never_leak():
+@pytest.fixture(params=[0, 100], ids=["few held", "many held"])
+def held_keys(request, monkeypatch) -> list[str]:
+    """Keys agents of this process hold: none, or more than one matcher takes with a call's own
+    values (a long-lived kernel that built many agents)."""
+    monkeypatch.setattr(secrets, "_held", set())
+    rng = random.Random(request.param)
+    keys = ["hk-" + "".join(rng.choice(string.ascii_letters) for _ in range(24)) for _ in range(request.param)]
+    secrets.hold(keys)
+    return keys
+
+
+def test_random_placements_never_leak(held_keys):
     """Values of every alphabet, in every form, at random places in random text, folded at
-    random widths: whatever survives, no form of a value does."""
+    random widths: whatever survives, no form of a value does, however many keys are held."""
     rng = random.Random(20240501)
     alphabets = [string.ascii_letters + string.digits, "0123456789abcdef", string.digits,
                  string.printable.strip(), "äöü☃ключ" + string.ascii_lowercase]
@@ -198,6 +209,19 @@ def test_random_placements_never_leak():
             text = fold(text, rng.randint(8, 80), rng.choice(["\n", "\r\n"]), rng.randint(0, 7))
         out, count = redact(text, extra=[value])
         assert count >= 1 and leaks(forbidden_forms(value), out) == [], (value, text, out)
+
+
+def test_a_calls_own_values_held_keys_shapes_and_url_passwords_are_found_together(held_keys):
+    own = "0123456789abcdef0123"  # hex only: found in runs of hex digits, not by anchors
+    shape = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    held = held_keys[-1] if held_keys else "no key held here"
+    text = (f"own={own} held={held} tok={shape} url=https://me:pw-Zq81kP@db.example/x "
+            f"b64={base64.b64encode(own.encode()).decode()} own-again={own}")
+    out, count = redact(text, extra=[own])
+    assert own not in out and shape not in out and "pw-Zq81kP" not in out and "MDEyMzQ1" not in out
+    assert (held not in out) == bool(held_keys) and count == 5 + bool(held_keys)
+    spans = secrets.redaction_spans(text, extra=[own])
+    assert [text[a:b] for a, b in spans][:1] == [own] and len(spans) == count
 
 
 def test_each_line_of_a_multi_line_value_counts():
