@@ -176,9 +176,6 @@ def test_edits_show_in_the_page_one_undo_restores_and_the_file_keeps_them(lab, p
                                             _code("doomed = True"), _driver()])
     open_notebook(page, lab, "edit.ipynb")
     driver = Driver(page, results)
-    # Loaded as a person's notebook has it: from the next cell on, each cell's start connects too
-    # (the exam lock reads the page's metadata), at the same time as the cell's own first connect.
-    driver.run("get_ipython().run_line_magic('load_ext', 'bettong_nb')")
 
     got = driver.run("""
         fe = await frontend.connect()
