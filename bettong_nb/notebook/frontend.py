@@ -199,13 +199,17 @@ class Frontend:
         # The page closed the comm (no such target there, or the notebook closed): fail fast.
         self._comm = None
         self._stale = True
+        self._fail_pending("the notebook's page closed the connection")
+
+    def _fail_pending(self, error: str) -> None:
         with self._lock:
             waiting = list(self._pending.values())
         for loop, future in waiting:
-            loop.call_soon_threadsafe(_settle, future, None, "the notebook's page closed the connection")
+            loop.call_soon_threadsafe(_settle, future, None, error)
 
     def close(self) -> None:
-        """Close the comm (the extension forgets it). The next request opens a new one."""
+        """Close the comm (the extension forgets it). The next request opens a new one; the
+        requests still waiting fail at once (the page drops answers to a closed comm)."""
         comm, self._comm = self._comm, None
         self._stale = True
         if comm is not None:
@@ -213,6 +217,7 @@ class Frontend:
                 comm.close()
             except Exception:  # a comm of a kernel that is shutting down
                 pass
+        self._fail_pending("the connection to the notebook's page was closed")
 
 
 def _settle(future: asyncio.Future, answer: Any, error: str | None) -> None:
@@ -226,6 +231,7 @@ def _settle(future: asyncio.Future, answer: Any, error: str | None) -> None:
 
 _cached: Frontend | None = None
 _none_at: tuple[Any, float] | None = None  # (kernel, monotonic time) of the last "no frontend"
+_swap = threading.Lock()  # connects may finish at once on several threads
 
 
 async def connect(*, timeout: float = 2.0, refresh: bool = False) -> Frontend | None:
@@ -234,6 +240,7 @@ async def connect(*, timeout: float = 2.0, refresh: bool = False) -> Frontend | 
 
     The first call opens a comm and waits at most ``timeout`` seconds for the page's hello. The
     answer is kept for the kernel's life (a "none" for a minute); ``refresh=True`` asks again.
+    Calls made at once all get the first bridge that answered.
     """
     global _cached, _none_at
     kernel = jupyter_kernel()
@@ -256,9 +263,16 @@ async def connect(*, timeout: float = 2.0, refresh: bool = False) -> Frontend | 
     finally:
         if not ok:  # no answer, a refusal or a cancelled connect: leave no comm behind
             frontend.close()
-    if _cached is not None and _cached is not frontend:
-        _cached.close()
-    _cached, _none_at = frontend, None
+    with _swap:
+        kept = _cached
+        if not refresh and kept is not None and kept._kernel is kernel and not kept._stale:
+            # Two connects at once (a cell's own and the exam lock's as the cell starts): the
+            # first answered is the bridge, and closing it would drop the answers it awaits.
+            frontend.close()
+            return kept
+        _cached, _none_at = frontend, None
+    if kept is not None:
+        kept.close()
     return frontend
 
 

@@ -88,6 +88,9 @@ def test_cells_and_hello_in_jupyterlab(lab, page, results):
     saved = nbformat.read(lab.root_dir / "six.ipynb", as_version=4)
     open_notebook(page, lab, "six.ipynb")
     driver = Driver(page, results)
+    # Loaded as a person's notebook has it: from the next cell on, each cell's start connects too
+    # (the exam lock reads the page's metadata), at the same time as the cell's own first connect.
+    driver.run("get_ipython().run_line_magic('load_ext', 'bettong_nb')")
 
     got = driver.run("""
         fe = await frontend.connect()

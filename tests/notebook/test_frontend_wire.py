@@ -128,6 +128,21 @@ def test_a_closed_comm_fails_the_waiting_requests_at_once():
         asyncio.run(main())
 
 
+def test_closing_our_own_comm_fails_its_waiting_requests_at_once():
+    # The page drops answers to a comm closed meanwhile: waiting for them would cost the timeout.
+    async def main():
+        fe, comm = _frontend(None, timeout=30)
+        task = asyncio.ensure_future(fe.cells())
+        await asyncio.sleep(0.05)
+        fe.close()
+        with pytest.raises(FrontendError, match="^cells: the connection to the notebook's page was closed$"):
+            await asyncio.wait_for(task, 2)
+        return fe, comm
+
+    fe, comm = asyncio.run(main())
+    assert comm.closed and fe._pending == {} and fe._stale
+
+
 def test_outside_a_kernel_there_is_no_frontend_and_no_cell():
     assert asyncio.run(frontend.connect()) is None
     assert frontend.current_cell_id() is None
