@@ -169,8 +169,9 @@ class _Run:
         tool runs in a worker thread even alone when anything could go on meanwhile (a listener:
         a live view's clock, the stop button; other tasks on the loop: a batch's runs)."""
         results: list[asyncio.Task | dict] = []
-        # Alone and unwatched, the thread hop would buy nothing and cost a tenth of a short run.
-        in_thread = self.listener is not _unheard or len(asyncio.all_tasks()) > 1
+        # Alone and unwatched, the thread hop would buy nothing and cost a tenth of a short run. An
+        # observer (tracing) is no watcher here: it needs nothing of the loop while the tool works.
+        in_thread = self.options.on_event is not None or len(asyncio.all_tasks()) > 1
         async with asyncio.TaskGroup() as group:  # cancelling the run cancels the running calls
             for block in uses:
                 pending = await self.ask(block)
@@ -275,7 +276,7 @@ async def execute(provider: Provider, options: Options, prompt: Prompt, *,
     prior = list(options.messages)
     system = prior[0]["content"] if prior else toolbox.system
     # An observer (tracing) listens beside the run's own listener, to the same events.
-    listener = events.observed(options.on_event or _unheard)
+    listener = events.observed(options.on_event) or _unheard
     # Beside credential-shaped values, what the provider and the capabilities hold is never shown,
     # nor written to disk later (a saved session, an exported run).
     secret_values = secrets.values_held_by([provider, *options.capabilities])

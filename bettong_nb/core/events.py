@@ -304,12 +304,15 @@ def _current() -> Observer | None:
     return None if finder is None else finder()
 
 
-def observed(listener: Callable[[Event], Any]) -> Callable[[Event], Any]:
-    """``listener``, and when an observer is there, its listener for this run before it."""
+def observed(listener: Callable[[Event], Any] | None) -> Callable[[Event], Any] | None:
+    """``listener``, and when an observer is there, its listener for this run before it (alone
+    when ``listener`` is None: one call less for each event of an unwatched, traced run)."""
     observer = _current()
     if observer is None:
         return listener
     watch = observer.run()
+    if listener is None:
+        return watch
 
     def both(event: Event) -> None:
         watch(event)

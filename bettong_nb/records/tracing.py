@@ -131,12 +131,10 @@ def _usage_attributes(usage: Any) -> dict[str, int]:
             "gen_ai.usage.reasoning.output_tokens": usage.reasoning_tokens}
 
 
-def _without_none(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in attributes.items() if value is not None}
-
-
 class _RunSpans:
-    """One run's spans, opened and closed as its events arrive (the run's own listener)."""
+    """One run's spans, opened and closed as its events arrive (the run's own listener). The SDK's
+    span work is most of what tracing adds to a run (bench T1); each event's own work here is
+    kept to building its attributes once, in one dict, given to the SDK in one call."""
 
     def __init__(self, tracer: trace.Tracer):
         self.tracer = tracer
@@ -149,26 +147,31 @@ class _RunSpans:
         self.tools: dict[str, trace.Span] = {}
         self.decisions: dict[str, events.ApprovalDecided] = {}
         self.start: events.RunStarted | None = None
+        self.common: dict[str, Any] = {}  # what every span of the run says of where it runs
         self.costs: list[float] = []  # each answered request's, NaN where its price is unknown
 
     def __call__(self, event: events.Event) -> None:
-        handler = getattr(self, f"_{type(event).__name__}", None)
+        handler = _HANDLERS.get(type(event))
         if handler is not None:
-            handler(event)
+            try:
+                handler(self, event)
+            except Exception:  # a tracing bug costs a span, never the run its answer
+                pass
 
     @property
     def capture(self) -> bool:
         return self.wanted and _texts_safe()
 
-    def _common(self) -> dict[str, Any]:
-        start = self.start
-        return _without_none({"gen_ai.provider.name": start.provider or "bettong_nb", "server.address": start.host,
-                              "bettong_nb.cell": start.cell})
-
     def _RunStarted(self, event: events.RunStarted) -> None:
         self.start = event
-        attributes = {"gen_ai.operation.name": "invoke_agent", **self._common(),
-                      **_without_none({"gen_ai.request.model": event.model})}
+        common = self.common = {"gen_ai.provider.name": event.provider or "bettong_nb"}
+        if event.host is not None:
+            common["server.address"] = event.host
+        if event.cell is not None:
+            common["bettong_nb.cell"] = event.cell
+        attributes = {"gen_ai.operation.name": "invoke_agent", **common}
+        if event.model is not None:
+            attributes["gen_ai.request.model"] = event.model
         if self.capture:
             attributes["gen_ai.system_instructions"] = _json([{"type": "text", "content": event.system}])
         elif self.wanted:
@@ -180,8 +183,9 @@ class _RunSpans:
 
     def _ModelRequest(self, event: events.ModelRequest) -> None:
         model = event.model or self.start.model
-        attributes = {"gen_ai.operation.name": "chat", **self._common(), "bettong_nb.step": event.step,
-                      **_without_none({"gen_ai.request.model": model})}
+        attributes = {"gen_ai.operation.name": "chat", **self.common, "bettong_nb.step": event.step}
+        if model is not None:
+            attributes["gen_ai.request.model"] = model
         if self.capture and event.messages is not None:
             attributes["gen_ai.input.messages"] = _json(_messages(event.messages))
         self.chat = self.tracer.start_span(f"chat {model}" if model else "chat", context=self.parent,
@@ -200,14 +204,14 @@ class _RunSpans:
         if span is None:
             return
         finish = _FINISH.get(event.stop_reason or "", event.stop_reason or "stop")
-        attributes = {**_usage_attributes(event.usage), "gen_ai.response.finish_reasons": [finish],
-                      "bettong_nb.retries": self.retries}
+        attributes = _usage_attributes(event.usage)
+        attributes["gen_ai.response.finish_reasons"] = (finish,)
+        attributes["bettong_nb.retries"] = self.retries
         record = event.request
         if record is not None:
             if record.model:
                 attributes["gen_ai.response.model"] = record.model
-            attributes.update(_cost(record, self.start.prices))
-            self.costs.append(attributes.get("bettong_nb.cost", math.nan))
+            self.costs.append(_cost(record, self.start.prices, attributes))
         if self.capture:
             answer = {"role": "assistant", "parts": _parts(event.message["content"]), "finish_reason": finish}
             attributes["gen_ai.output.messages"] = _json([answer])
@@ -217,8 +221,11 @@ class _RunSpans:
     def _ToolCallStarted(self, event: events.ToolCallStarted) -> None:
         call = event.call
         attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.tool,
-                      "gen_ai.tool.call.id": call.id, "gen_ai.tool.type": "function", "bettong_nb.step": call.step,
-                      **_without_none({"bettong_nb.capability": call.capability, "bettong_nb.cell": call.cell})}
+                      "gen_ai.tool.call.id": call.id, "gen_ai.tool.type": "function", "bettong_nb.step": call.step}
+        if call.capability is not None:
+            attributes["bettong_nb.capability"] = call.capability
+        if call.cell is not None:
+            attributes["bettong_nb.cell"] = call.cell
         if self.capture:
             attributes["gen_ai.tool.call.arguments"] = _json(call.args)
         self.tools[call.id] = self.tracer.start_span(f"execute_tool {call.tool}", context=self.parent,
@@ -254,8 +261,10 @@ class _RunSpans:
         if self.run is None:
             return
         if self.token is not None:
-            with contextlib.suppress(ValueError):  # detached from another context: nothing to restore here
+            try:
                 otel_context.detach(self.token)
+            except ValueError:  # detached from another context: nothing to restore here
+                pass
         error = event.error
         for span in [self.chat, *self.tools.values()]:  # what the error cut short
             if span is not None:
@@ -265,11 +274,12 @@ class _RunSpans:
         self.chat, self.tools = None, {}
         result = event.result
         if result is not None:
-            attributes: dict[str, Any] = {**_usage_attributes(result.usage), "bettong_nb.redactions": result.redactions,
-                                          "bettong_nb.steps": result.steps}
+            attributes = _usage_attributes(result.usage)
+            attributes["bettong_nb.redactions"] = result.redactions
+            attributes["bettong_nb.steps"] = result.steps
             if result.stop_reason:
                 attributes["bettong_nb.stop_reason"] = result.stop_reason
-                attributes["gen_ai.response.finish_reasons"] = [_FINISH.get(result.stop_reason, result.stop_reason)]
+                attributes["gen_ai.response.finish_reasons"] = (_FINISH.get(result.stop_reason, result.stop_reason),)
             spent = math.fsum(self.costs)
             if self.costs and math.isfinite(spent):
                 attributes["bettong_nb.cost"] = spent
@@ -277,7 +287,7 @@ class _RunSpans:
             if self.capture and result.output is not None:
                 attributes["gen_ai.output.messages"] = _json([{"role": "assistant", "parts": [
                     {"type": "text", "content": result.output}], "finish_reason": attributes.get(
-                        "gen_ai.response.finish_reasons", ["stop"])[0]}])
+                        "gen_ai.response.finish_reasons", ("stop",))[0]}])
             self.run.set_attributes(attributes)
         if error is not None:
             _failed(self.run, error)
@@ -285,26 +295,21 @@ class _RunSpans:
         self.run = None
 
 
-def _cost(record: Any, prices: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A request's cost attributes: its cost when its price is known, and where the price came from."""
+def _cost(record: Any, prices: Mapping[str, Any] | None, attributes: dict[str, Any]) -> float:
+    """A request's cost (NaN when its price is unknown), put in ``attributes`` when known, with
+    where the price came from in any case."""
     _, spent, source = request_cost(record, prices)
-    out: dict[str, Any] = {"bettong_nb.cost.source": source}
+    attributes["bettong_nb.cost.source"] = source
     if math.isfinite(spent):
-        out.update({"bettong_nb.cost": spent, "bettong_nb.cost.currency": currency(prices)})
-    return out
+        attributes["bettong_nb.cost"] = spent
+        attributes["bettong_nb.cost.currency"] = currency(prices)
+    return spent
 
 
-class _Guarded:
-    """A run's span builder that never fails the run: a tracing bug costs a span, not an answer."""
-
-    def __init__(self, spans: _RunSpans):
-        self.spans = spans
-
-    def __call__(self, event: events.Event) -> None:
-        try:
-            self.spans(event)
-        except Exception:
-            pass
+# Each event's handler, found by the event's exact type (events are final: nothing subclasses them).
+_HANDLERS = {kind: getattr(_RunSpans, f"_{kind.__name__}") for kind in (
+    events.RunStarted, events.ModelRequest, events.Retry, events.AssistantMessage, events.ToolCallStarted,
+    events.ApprovalDecided, events.ToolCallFinished, events.RunFinished)}
 
 
 class Tracing:
@@ -313,8 +318,8 @@ class Tracing:
     def __init__(self, tracer: trace.Tracer):
         self.tracer = tracer
 
-    def run(self) -> _Guarded:
-        return _Guarded(_RunSpans(self.tracer))
+    def run(self) -> _RunSpans:
+        return _RunSpans(self.tracer)
 
     @contextlib.contextmanager
     def scope(self, name: str, attributes: Mapping[str, Any], parent: Mapping[str, str] | None) -> Iterator[Any]:

@@ -12,6 +12,7 @@ import pytest
 
 import bettong_nb
 from bettong_nb import Allow, Deny, capabilities as caps
+from bettong_nb.core import events
 from bettong_nb.core.approvals import requires_person
 from bettong_nb.core.capability import Tool, ToolError, registry
 from bettong_nb.notebook import display
@@ -244,3 +245,30 @@ def test_a_lone_sync_tool_runs_in_a_thread_only_when_something_could_go_on_meanw
 
     asyncio.run(main())
     assert dict(where) == {"alone": True, "watched": False, "batch-1": False, "batch-2": False}
+
+
+def test_an_observer_alone_keeps_a_lone_sync_tool_inline_and_hears_the_run():
+    """Tracing watches every run yet needs nothing of the loop while a tool works: a run only an
+    observer hears takes the inline path of an unwatched one, and the observer hears it all."""
+    heard: list[str] = []
+    on_main: list[bool] = []
+
+    def probe(name: str) -> str:
+        on_main.append(threading.current_thread() is threading.main_thread())
+        return f"{name} done"
+
+    class Observer:
+        def run(self):
+            return lambda event: heard.append(event.kind)
+
+    tool = {"name": "probe", "description": "Say done.", "handler": probe,
+            "parameters": {"name": {"type": "string", "required": True}}}
+    previous = events.observe(Observer)
+    try:
+        agent = _agent([[("probe", {"name": "traced"})], "done"], tool)
+        assert asyncio.run(agent.arun("go")).output == "done"
+    finally:
+        events.observe(previous)
+    assert on_main == [True]
+    assert heard == ["run-started", "model-request", "assistant", "tool-call-started", "tool-call", "model-request",
+                     "assistant", "run-finished"]
