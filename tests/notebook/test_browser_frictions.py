@@ -41,7 +41,7 @@ def nap(seconds: float) -> str:
     '''Rest a while.'''
     time.sleep(seconds)
     return "rested"
-napper = bettong_nb.agent(provider=Scripted([[("nap", {{"seconds": 1.6}})], "Rested."]),
+napper = bettong_nb.agent(provider=Scripted([[("nap", {{"seconds": 2.2}})], "Rested."]),
                           capabilities=[{{"id": "rest", "tools": [bettong_nb.tool(nap)]}}])
 def slow_label(request):
     time.sleep(0.1)
@@ -78,7 +78,7 @@ CELLS = [  # (id, source); the ids name the cells in the test below
     ("fig", "%%agent looker\nWhat does {fig} show?"),
     ("price1", "%%agent priced\nhello"),
     ("price2", "%%agent priced --data moons\nHow many moons?"),
-    ("price3", "%%agent priced --data data/\nAnd the missions?"),
+    ("price3", "%%agent priced --notebook\nAnd the cells?"),
     ("typo", "%%agent --aprove\nhi"),
     ("command", "%agent usgae"),
     ("help", "%%agent --help"),
@@ -156,7 +156,8 @@ def test_every_friction_in_one_notebook(lab, browser, notebook):
 
     # --data with a folder: SQL over its files; a bare --data says how
     folder = _run(page, "folder")
-    assert [c.split("(")[0] for c in _calls(folder)][-1] == "query_data"
+    # its files listed (a query of the folder), the one asked about described, then queried
+    assert [c.split("(")[0] for c in _calls(folder)] == ["query_data", "describe_data", "query_data"]
     assert _table(folder)[1] == ["NASA", "3"]
     expect(_run(page, "bare")).to_contain_text("--data names what the agent may query")
 
@@ -169,8 +170,9 @@ def test_every_friction_in_one_notebook(lab, browser, notebook):
     # one sync tool: shown running, its clock ticking, from its start
     run_cell(page, AT["nap"])
     nap = _output(page, "nap")
-    expect(nap.locator("details.bettong-tool summary")).to_contain_text(
-        re.compile(r"nap\(seconds=1\.6\) → running\s*· 1\.\d s"), timeout=10_000)
+    # wait_for polls at least every 0.5 s (expect's backoff grows to 1 s): it sees the clock's first seconds
+    nap.locator("details.bettong-tool summary", has_text=re.compile(r"nap\(seconds=2\.2\) → running\s*· [12]\.\d s")
+                ).wait_for(timeout=10_000)
     wait_idle(page, AT["nap"])
     expect(nap.locator("details.bettong-tool summary")).to_contain_text("→ ok")
     expect(nap).not_to_contain_text("waiting for the model")
@@ -190,7 +192,7 @@ def test_every_friction_in_one_notebook(lab, browser, notebook):
     # {fig}: the cell says an image went with the prompt
     expect(_run(page, "fig")).to_contain_text("1 image sent with the prompt")
 
-    # the price warning: only on a priced model, in plain words, once a conversation
+    # the price warning: only on a priced model, in plain words, once a conversation (more new tools: no more)
     _run(page, "price1")
     expect(_run(page, "price2")).to_contain_text(
         "this request pays full price for its whole prompt once, instead of the provider's cheaper cached rate")
