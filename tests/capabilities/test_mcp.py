@@ -338,14 +338,21 @@ def test_a_kernel_shutdown_stops_the_server(tmp_path):
     log = tmp_path / "calls.jsonl"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import sys\n"
+        "import bettong_nb\n"
         "from bettong_nb import capabilities as caps\n"
-        f"cap = caps.mcp(command=[sys.executable, {SERVER!r}, {str(log)!r}, '--grandchild'])\n"
+        "from bettong_nb.providers.scripted import Scripted\n"
+        f"cap = caps.mcp(command=[sys.executable, {SERVER!r}, {str(log)!r}, '--grandchild'],\n"
+        f"               env={{'DEEPSEEK_API_KEY': {SECRET!r}}})\n"
         "await cap.start()\n"
-        "print(cap.id, [t.name for t in cap.tools][:2])")])
+        "print(cap.id, [t.name for t in cap.tools][:2])\n"
+        "script = Scripted([[('show_env', {'name': 'DEEPSEEK_API_KEY'})], 'Shown.'])\n"
+        "r = await bettong_nb.agent(provider=script, capabilities=[cap]).arun('show the key')\n"
+        "print(r.tool_calls[0].result, r.tool_frame()['redactions'].tolist())")])
     nbclient.NotebookClient(nb, timeout=60, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
-    (output,) = nb.cells[0].outputs
-    assert output.text.strip() == "mcp:test-tools ['echo', 'slow']"
+    printed = "".join(output.text for output in nb.cells[0].outputs)
+    # the server's secret, scrubbed by the capability itself, still counts in the tool frame
+    assert printed.splitlines() == ["mcp:test-tools ['echo', 'slow']", "DEEPSEEK_API_KEY=[redacted] [1]"]
     pids = server_pids(log)
     assert len(pids) == 3  # the guard, the server, its sleep
     assert still_alive(pids) == set()

@@ -135,6 +135,10 @@ def test_stop_on_a_sync_tool_that_holds_the_loop(kernel):
         activity = [m["content"]["data"].get("text/plain", "") for m in messages
                     if m["msg_type"] == "update_display_data"]
         assert any(f"{tool}(seconds=30) → interrupted" in text for text in activity), activity
+        # while it ran, a single sync tool showed as running with its clock (redrawn each second)
+        drawn = [m["content"]["data"].get("text/html", "") for m in messages if m["msg_type"] == "update_display_data"]
+        assert any(re.search(rf"{tool}\(seconds=30\)</code> →.*running.*bettong-elapsed[^>]*> · 1\.\d s<", html)
+                   for html in drawn), (tool, drawn)
 
 
 def test_stop_while_an_approval_prompt_waits(kernel):
@@ -183,6 +187,9 @@ def test_stop_on_a_blocking_run_and_on_a_batch(kernel, model):
     shown = [m["content"]["data"] for m in messages if m["msg_type"] in ("display_data", "update_display_data",
                                                                         "execute_result")]
     progress = [d["text/plain"] for d in shown if "text/html" in d and "bettong-progress" in d["text/html"]]
+    # while it ran, the bar's label told the time left
+    labels = [m["content"]["data"].get("state", {}).get("value", "") for m in messages if m["msg_type"] == "comm_msg"]
+    assert any(re.fullmatch(r"\d/4 · .* · [\d.]+ m?s · [\d.]+/s · about [\d.]+ m?s left", str(v)) for v in labels), labels
     # what ran, out of four: the line never says 4/4 when some were cancelled
     (line,) = progress
     ran = re.fullmatch(r"(\d)/4 · (\d) done · 0 failed · (\d) cancelled · (\d+) tokens · cost \$[\d.]+ · [\d.]+ m?s · "

@@ -181,6 +181,7 @@ def test_a_notebook_plots_and_sends_the_figure_from_an_agent_cell(tmp_path, monk
     ], tmp_path)
     assert data(nb.cells[1], "image/png"), "the figure showed in its cell"
     assert answers(nb.cells[2]) == ["Sales **triple** each year."]
+    assert "1 image sent with the prompt" in data(nb.cells[2], "text/plain")  # the cell says what it sent
     assert answers(nb.cells[4]) == ["The same plot again."]
     lines = stdout(nb.cells[5]).splitlines()
     assert lines[:2] == ["['text', 'image']", "['image']"]

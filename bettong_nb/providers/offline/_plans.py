@@ -24,7 +24,7 @@ import re
 from ._arguments import arguments, the_prompt_itself
 from ._sql import LISTING, data_files, described, parse_table, sql_for, tables_offered
 from ._turn import Step, Turn
-from ._words import file_names, keywords, matches, name_words, overlap, words
+from ._words import file_names, first_line, keywords, matches, name_words, overlap, words
 
 __all__ = ["Plan", "plans_for", "choose", "quote", "markdown_table"]
 
@@ -243,19 +243,18 @@ class ListThenRead(Plan):
             return turn.call(lister, {})
         if reader not in turn.tools or turn.done(reader):
             return None
-        entries = [line for s in _ok(turn, lister) for line in s.text.splitlines() if line.strip()]
-        said = words(turn.prompt)
-        named = [e for e in entries if _key(e, "string") in said]
-        chosen = (named or sorted(entries, key=lambda e: -overlap(keywords(turn.prompt), e)) or [None])[0]
-        if chosen is None:
-            return None
         schema = (turn.tools[reader].get("parameters") or {})
         required = schema.get("required") or list(schema.get("properties") or {})[:1]
         if not required:
             return None
         kind = ((schema.get("properties") or {}).get(required[0]) or {}).get("type", "string")
-        key = _key(chosen, kind)
-        return None if key is None else turn.call(reader, {required[0]: key})
+        lines = [line for s in _ok(turn, lister) for line in s.text.splitlines() if line.strip()]
+        entries = _entries(lines, required[0], kind, first_line(turn.prompt, 1000)[:40])
+        said = words(turn.prompt)
+        named = [key for _, key in entries if str(key).lower() in said]
+        ranked = [key for _, key in sorted(entries, key=lambda entry: -overlap(keywords(turn.prompt), entry[0]))]
+        chosen = (named or ranked or [None])[0]
+        return None if chosen is None else turn.call(reader, {required[0]: chosen})
 
     def answer(self, turn: Turn) -> list[str]:
         lister, reader = self.tools
@@ -272,6 +271,18 @@ def _key(line: str, kind: str) -> str | int | None:
         return None if number is None else int(number.group())
     word = re.match(r"\W*([\w.-]+)", line)
     return None if word is None else word.group(1)
+
+
+def _entries(lines: list[str], parameter: str, kind: str, asking: str) -> list[tuple[str, str | int]]:
+    """(line, what the reader is given) for each entry of a listing. A listing that labels its
+    entries with the parameter's last word (``id=e9a2f6c1`` for a ``cell_id``) is read by those
+    labels, so its header line is no entry; the entry holding the request itself (the cell it is
+    asked from) is never the one it asks about."""
+    label = parameter.rsplit("_", 1)[-1]
+    labelled = [] if kind == "integer" else [
+        (line, found.group(1)) for line in lines if (found := re.search(rf"(?<![\w-]){re.escape(label)}=([\w.-]+)", line))]
+    keyed = labelled or [(line, _key(line, kind)) for line in lines]
+    return [(line, key) for line, key in keyed if key is not None and not (asking and asking in line)]
 
 
 class Edn(Plan):
