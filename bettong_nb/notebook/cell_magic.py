@@ -3,7 +3,7 @@
     %%agent chat --approve -o r -f code --data df
     Summarise {report_path} and compare with {df}
 
-:func:`agent_cell` is the magic AgentMagics registers (its docstring is ``%%agent --help``);
+:func:`agent_cell` is the magic Magics registers (its docstring is ``%%agent --help``);
 :func:`cell_plan` parses the line, interpolates the cell and resolves TARGET, for any run mode.
 """
 
@@ -15,7 +15,7 @@ import difflib
 import inspect
 import os
 import textwrap
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
@@ -23,10 +23,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from ..core import policy
 from ..safety.hidden import hides, is_frame, without_hidden
 from .interpolation import interpolate
-from .runner import SESSION_NAME, Plan
-
-if TYPE_CHECKING:
-    from .magics import AgentMagics
+from .runner import SESSION_NAME, Magics, Plan
 
 __all__ = ["agent_cell", "cell_plan", "did_you_mean", "FORMATS", "HTML_REQUEST"]
 
@@ -86,7 +83,7 @@ def _with_options(function: Callable) -> Callable:
 
 
 @_with_options
-def agent_cell(magics: AgentMagics, line: str, cell: str) -> None:
+def agent_cell(magics: Magics, line: str, cell: str) -> None:
     """Send the cell to an agent as a prompt; the answer streams into the cell.
 
     {name}, {name.attr} and {name[key]} are looked up in your namespace and replaced
@@ -118,7 +115,7 @@ def _did_you_mean(message: str, options: list[str]) -> str:
     return "".join(did_you_mean(word, options) for word in words if word.startswith("-"))
 
 
-def cell_plan(magics: AgentMagics, line: str, cell: str) -> Plan | None:
+def cell_plan(magics: Magics, line: str, cell: str) -> Plan | None:
     """The cell's plan; None when the line asks for help (which is printed)."""
     policy.check_notebook(policy.current())  # the exam lock: nothing of the cell is read first
     words = line.split()
@@ -166,7 +163,7 @@ def cell_plan(magics: AgentMagics, line: str, cell: str) -> Plan | None:
     return plan
 
 
-def _namespace(magics: AgentMagics) -> Mapping[str, Any]:
+def _namespace(magics: Magics) -> Mapping[str, Any]:
     """What {name} fields see: the user's names, and Err (unless the user has their own)."""
     return collections.ChainMap(magics.shell.user_ns, {"Err": magics.errors})
 
@@ -185,7 +182,7 @@ DATA_USAGE = ("--data names what the agent may query with SQL in this cell: Data
               "or --data sales,data/")
 
 
-def _data_capability(magics: AgentMagics, names: str, session: Any) -> Any:
+def _data_capability(magics: Magics, names: str, session: Any) -> Any:
     """--data df1,df2,folder/: a duckdb capability over those DataFrames and that folder (read-only),
     for this cell only. A word that ends in / or names a folder is a folder."""
     frames, folders = {}, []

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import os
 import shlex
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from IPython.core.error import UsageError
 
 from ..core import policy as course_policy
 from .cell_magic import did_you_mean
 from .cells import usage_by_cell
-from .runner import SESSION_NAME, Plan, kernel_language
+from .runner import SESSION_NAME, Magics, Plan, kernel_language
 from .sessions import DEFAULT
-
-if TYPE_CHECKING:
-    from .magics import AgentMagics
 
 __all__ = ["agent_command", "turn_plan", "line_turn_plan", "COMMANDS", "EXPLAIN", "FIX"]
 
@@ -32,7 +29,7 @@ FIX = ("A notebook cell raised the error below. Say in a sentence or two what we
        "corrected code of the whole cell as one ```{language} code block.")
 
 
-def agent_command(magics: AgentMagics, line: str) -> Any:
+def agent_command(magics: Magics, line: str) -> Any:
     """Inspect and manage %%agent sessions.
 
       %agent sessions             the sessions %%agent keeps, and Sessions in your namespace
@@ -49,7 +46,7 @@ def agent_command(magics: AgentMagics, line: str) -> Any:
       %agent policy               the course policy in force, the file each rule came from, and the exam lock
 
     Without TARGET: the default session. Run a prompt with a %%agent cell (%%agent --help).
-    Configure the default session with %config AgentMagics.
+    Configure the default session with %config Magics.
     """
     words = _command_words(line)
     if not words or words[0] in ("help", "-h", "--help"):
@@ -123,14 +120,14 @@ def _turns(session: Any) -> str:
 
 # --- the commands -----------------------------------------------------------------------------
 
-def sessions(magics: AgentMagics, command: str, words: list[str]) -> Any:
+def sessions(magics: Magics, command: str, words: list[str]) -> Any:
     _no_options(command, words)
     if words:
         raise UsageError(f"%agent {command} takes no argument; got {' '.join(words)!r}")
     return magics.sessions.table()
 
 
-def usage(magics: AgentMagics, command: str, words: list[str]) -> Any:
+def usage(magics: Magics, command: str, words: list[str]) -> Any:
     """``%agent usage [TARGET] [--by cell]``: one row per request, or per notebook cell."""
     if "--by" not in words:
         return magics.sessions.existing(_target_of(command, words)).usage_frame()
@@ -141,15 +138,15 @@ def usage(magics: AgentMagics, command: str, words: list[str]) -> Any:
     return usage_by_cell(session, magics.cells.lines)
 
 
-def tools(magics: AgentMagics, command: str, words: list[str]) -> Any:
+def tools(magics: Magics, command: str, words: list[str]) -> Any:
     return magics.sessions.existing(_target_of(command, words)).tool_frame()
 
 
-def transcript(magics: AgentMagics, command: str, words: list[str]) -> Any:
+def transcript(magics: Magics, command: str, words: list[str]) -> Any:
     return magics.sessions.existing(_target_of(command, words))
 
 
-def reset(magics: AgentMagics, command: str, words: list[str]) -> None:
+def reset(magics: Magics, command: str, words: list[str]) -> None:
     name = _target_of(command, words)
     if name is None and DEFAULT not in magics.sessions.entries:
         print("Nothing to reset: the default session has not run yet.")
@@ -161,7 +158,7 @@ def reset(magics: AgentMagics, command: str, words: list[str]) -> None:
     return None
 
 
-def save(magics: AgentMagics, command: str, words: list[str]) -> None:
+def save(magics: Magics, command: str, words: list[str]) -> None:
     path, name = _path_and_target(command, words)
     session = magics.sessions.existing(name)
     try:
@@ -171,7 +168,7 @@ def save(magics: AgentMagics, command: str, words: list[str]) -> None:
     print(f"Saved {name or 'the default session'} ({_turns(session)}) to {written}")
 
 
-def load(magics: AgentMagics, command: str, words: list[str]) -> None:
+def load(magics: Magics, command: str, words: list[str]) -> None:
     from ..records.saving import ResumeError, load_session
 
     path, name = _path_and_target(command, words)
@@ -187,7 +184,7 @@ def load(magics: AgentMagics, command: str, words: list[str]) -> None:
           f"the next %%agent{target} cell continues it.")
 
 
-def history(magics: AgentMagics, command: str, words: list[str]) -> Any:
+def history(magics: Magics, command: str, words: list[str]) -> Any:
     """The notebook's provenance entries: the saved file's, and this kernel's accepted changes."""
     from .live import saved_path
     from .history import COLUMNS, notebook_history
@@ -209,13 +206,13 @@ def history(magics: AgentMagics, command: str, words: list[str]) -> Any:
         raise UsageError(f"%agent {command}: {error}") from None
 
 
-def turn(magics: AgentMagics, command: str, words: list[str]) -> None:
+def turn(magics: Magics, command: str, words: list[str]) -> None:
     """explain, fix: a turn, run as a %%agent cell's (an awaiting cell when the line is alone in it)."""
     _no_options(command, words)
     return magics.runner.launch(turn_plan(magics, command, words))
 
 
-def turn_plan(magics: AgentMagics, command: str, words: list[str]) -> Plan:
+def turn_plan(magics: Magics, command: str, words: list[str]) -> Plan:
     """``%agent explain|fix [TARGET]``: the last error, with its cell's code, as a prompt."""
     target = _one_target(command, words)
     try:
@@ -229,13 +226,13 @@ def turn_plan(magics: AgentMagics, command: str, words: list[str]) -> Plan:
                 approve=False, fmt="code" if command == "fix" else "markdown")
 
 
-def line_turn_plan(magics: AgentMagics, line: str) -> Plan:
+def line_turn_plan(magics: Magics, line: str) -> Plan:
     """The plan of an ``explain|fix [TARGET]`` line (an awaiting cell's)."""
     command, *words = _command_words(line)
     return turn_plan(magics, command, words)
 
 
-def policy(magics: AgentMagics, command: str, words: list[str]) -> None:
+def policy(magics: Magics, command: str, words: list[str]) -> None:
     """``%agent policy``: each rule in force and the file it came from, and whether this
     notebook is locked."""
     _no_options(command, words)
@@ -254,7 +251,7 @@ def policy(magics: AgentMagics, command: str, words: list[str]) -> None:
     print(f"This notebook: {where}; {lock or 'agents allowed'}.")
 
 
-COMMANDS: dict[str, Callable[[AgentMagics, str, list[str]], Any]] = {
+COMMANDS: dict[str, Callable[[Magics, str, list[str]], Any]] = {
     "sessions": sessions, "usage": usage, "tools": tools, "transcript": transcript, "reset": reset,
     "save": save, "load": load, "history": history, "explain": turn, "fix": turn, "policy": policy,
 }

@@ -20,14 +20,16 @@ import asyncio
 import functools
 import html
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ..safety.sanitize import visible_controls
 from .display import answer_bundle
 from .interrupts import guarded
 
 if TYPE_CHECKING:
-    from .magics import AgentMagics
+    from .cells import CellFinder
+    from .errorlog import ErrorLog
+    from .sessions import Sessions
 
 __all__ = ["Runner", "Plan", "RESULT_NAME", "SESSION_NAME", "kernel_language"]
 
@@ -77,10 +79,31 @@ def _ipykernel_version() -> tuple[int, ...]:
         return (0,)
 
 
+class Settings(Protocol):
+    """What a Runner reads of the magics configured with %config (AgentMagics): named here, so
+    the modules the magics are made of need not import the class made of them."""
+
+    shell: Any
+    run_mode: str
+    approval_timeout: float
+    headless_policy: str
+    update_interval: float
+
+
+class Magics(Settings, Protocol):
+    """What the cell magic and the line commands use of AgentMagics beside its settings."""
+
+    sessions: Sessions
+    runner: Runner
+    errors: ErrorLog
+    cells: CellFinder
+    stream: bool
+
+
 class Runner:
     """Runs plans as ``settings`` (the AgentMagics, configured with %config) says."""
 
-    def __init__(self, settings: AgentMagics):
+    def __init__(self, settings: Settings):
         self.settings, self.shell = settings, settings.shell
         self.tasks: set[asyncio.Task] = set()
 
