@@ -51,24 +51,13 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _type_checking_only(tree: ast.AST) -> set[int]:
-    """Imports under ``if TYPE_CHECKING:`` never run: annotations only."""
-    skipped = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
-            skipped |= {id(child) for statement in node.body for child in ast.walk(statement)}
-    return skipped
-
-
 def imports(path: Path) -> list[tuple[int, str]]:
-    """Every import in the file, at module level or inside functions, as absolute names."""
+    """Every import in the file, at module level, inside functions or for annotations only
+    (under ``if TYPE_CHECKING:``: a reader follows those too), as absolute names."""
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = _type_checking_only(tree)
     found = []
     for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
