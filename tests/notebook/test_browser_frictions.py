@@ -16,6 +16,7 @@ import nbformat
 import pytest
 
 from support import TESTS
+from support.keyless import FILES_AND_DATA, PRICES_AND_TYPOS
 from support.browser import browser, cell, lab, open_notebook, run_cell, wait_idle  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
@@ -67,21 +68,13 @@ CELLS = [  # (id, source); the ids name the cells in the test below
     ("orbits", "fig, ax = plt.subplots(figsize=(3, 2))\nax.plot([1, 2, 3], [1, 4, 9]); ax.set_title('orbits')"),
     ("sql", "%%agent --data moons\nWhich planet has the most moons?"),
     ("nbread", "%%agent --notebook\nWhat does the orbits cell do?"),
-    ("files1", "%%agent files\nTell me about the missions"),
-    ("files2", "%%agent files\nWhat does notes.txt say?"),
-    ("folder", "%%agent --data data/\nWhich agency has the most missions?"),
-    ("bare", "%%agent --data\nWhich planet?"),
+    *FILES_AND_DATA,
     ("oops", "print(undefined_name)"),
     ("explain", "%agent explain"),
     ("nap", "%%agent napper\nRest a while"),
     ("batch", "results = batcher.map([str(i) for i in range(40)], concurrency=1)"),
     ("fig", "%%agent looker\nWhat does {fig} show?"),
-    ("price1", "%%agent priced\nhello"),
-    ("price2", "%%agent priced --data moons\nHow many moons?"),
-    ("price3", "%%agent priced --notebook\nAnd the cells?"),
-    ("typo", "%%agent --aprove\nhi"),
-    ("command", "%agent usgae"),
-    ("help", "%%agent --help"),
+    *PRICES_AND_TYPOS,
     ("approve", "%%agent toucher --approve\nTouch a"),
     ("mcp", "%%agent mcpbot -o shown\nShow the key"),
     ("frame", "print(touched, shown.tool_frame()['redactions'].tolist())"),

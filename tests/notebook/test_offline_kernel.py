@@ -11,6 +11,7 @@ import os
 import nbclient
 import nbformat
 
+from support.keyless import FILES_AND_DATA, PRICES_AND_TYPOS
 from support.notebooks import answers, data, stdout
 
 SETUP = """%load_ext bettong_nb
@@ -29,16 +30,8 @@ CELLS = [
     ("fixed", "_agent_result.tool_calls"),
     ("orbits", "orbits = [1, 4, 9]  # the orbits, in years"),
     ("nbread", "%%agent --notebook\nWhat does the orbits cell do?"),
-    ("files1", "%%agent files\nTell me about the missions"),
-    ("files2", "%%agent files\nWhat does notes.txt say?"),
-    ("folder", "%%agent --data data/\nWhich agency has the most missions?"),
-    ("bare", "%%agent --data\nWhich planet?"),
-    ("price1", "%%agent priced\nhello"),
-    ("price2", "%%agent priced --data moons\nHow many moons?"),
-    ("price3", "%%agent priced --notebook\nAnd the cells?"),
-    ("typo", "%%agent --aprove\nhi"),
-    ("command", "%agent usgae"),
-    ("help", "%%agent --help"),
+    *FILES_AND_DATA,
+    *PRICES_AND_TYPOS,
 ]
 AT = {cell_id: index for index, (cell_id, _) in enumerate(CELLS)}
 MISSIONS = "mission,target,agency\nVoyager 1,Jupiter,NASA\nGalileo,Jupiter,NASA\nCassini-Huygens,Saturn,NASA/ESA/ASI\n"
