@@ -385,8 +385,10 @@ _B64 = rb"(?:[A-Za-z0-9+/=]|\\/)"  # with the \/ some JSON encoders write for /
 _PEM_BODY = (rb"(?:[ \t]*+(?:" + _B64 + rb"*+|[A-Za-z][A-Za-z-]*+: [^\r\n\\]*+)" + _PEM_BREAK
              + rb")*+(?:[ \t]*+" + _B64 + rb"{4,}+)?")
 # The same, read backwards from an END line whose BEGIN was cut off: whole base64 lines,
-# then what is left of the first one.
-_B64_REVERSED = rb"(?:[A-Za-z0-9+/=]|/\\)"
+# then what is left of the first one. Backwards, a JSON-escaped break reads ``n\``: an ``n``
+# before a backslash ends a line (else a line would run on into the next and end none); an
+# escaped slash reads ``/\``, tried before a lone ``/`` (which would strand its backslash).
+_B64_REVERSED = rb"(?:/\\|[A-Za-mo-z0-9+/=]|n(?!\\))"
 _PEM_TAIL_BODY = re.compile(rb"[ \t]*+(?:(?:\n\r?|n\\(?:r\\)?)" + _B64_REVERSED + rb"*+[ \t]*+(?=[\r\n]|n\\|\Z))*+"
                             rb"(?:(?:\n\r?|n\\(?:r\\)?)" + _B64_REVERSED + rb"{4,}+)?")
 

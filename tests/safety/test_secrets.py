@@ -285,6 +285,21 @@ def test_pem_cut_off_at_either_end():
         assert "[truncated]" in redacted
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("slash", ["/", "\\/"], ids=["json", "json-escaped-slash"])
+def test_pem_cut_off_before_its_begin_line_inside_a_json_string(newline, slash):
+    # Read back from the END line, a JSON-escaped break is n\ and every body line must end there.
+    for seed in range(20):
+        pem = make("pem", 900 + seed * 37, label="RSA")
+        lines = pem.splitlines()
+        tail = newline.join(["[truncated]"] + lines[3:])
+        text, count = redact(json.dumps({"log": tail}).replace("/", slash))
+        plain = json.loads(text.replace("\\/", "/"))["log"]
+        shown = {line for line in pem_body_lines(pem) if line in lines[3:]}
+        assert count == 1 and len(shown) > 5 and leaks(shown, plain) == [], plain
+        assert plain.startswith("[truncated]")
+
+
 def test_a_missing_end_line_does_not_swallow_the_rest_of_the_output():
     pem = "\n".join(make("pem", 300).splitlines()[:-1])
     text, _ = redact(pem + "\n\n== 3 passed in 0.1s ==")
