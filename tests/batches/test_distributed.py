@@ -194,9 +194,9 @@ def test_the_cluster_bound_holds_however_many_rows_wait_for_it(cluster):
     # back shows as far more than 3 in flight (or a hang), not as one or two too many.
     model = Model(delay=0.03)
     with LoopbackServer(model) as server:
-        out = agent_on(server).map_frame(frame(400, 4), prompt="Say {text}", output="label",
+        out = agent_on(server).map_frame(frame(240, 4), prompt="Say {text}", output="label",
                                          concurrency=40, max_concurrency=3).compute()
-    assert out["error"].isna().all() and len(model.answered) == 400
+    assert out["error"].isna().all() and len(model.answered) == 240
     assert model.peak <= 3, f"{model.peak} requests in flight at once, over max_concurrency=3"
 
 
