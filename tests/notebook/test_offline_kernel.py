@@ -29,6 +29,8 @@ CELLS = [
     ("fixed", "_agent_result.tool_calls"),
     ("orbits", "orbits = [1, 4, 9]  # the orbits, in years"),
     ("nbread", "%%agent --notebook\nWhat does the orbits cell do?"),
+    ("5e1f0a2b", "radius_km = 6371  # Earth's mean radius"),  # an id as JupyterLab makes them: no word
+    ("nbwords", "%%agent --notebook\nWhich radius do we use?"),
     ("files1", "%%agent files\nTell me about the missions"),
     ("files2", "%%agent files\nWhat does notes.txt say?"),
     ("folder", "%%agent --data data/\nWhich agency has the most missions?"),
@@ -93,6 +95,9 @@ def test_the_keyless_notebook_in_a_kernel(tmp_path, monkeypatch):
     assert _calls(ran["nbread"]) == ["list_cells()", 'read_cell(cell_id="orbits")']
     (answer,) = answers(ran["nbread"])
     assert "orbits = [1, 4, 9]  # the orbits, in years" in answer and "Jupiter" not in answer
+    # named by no id: the cell that shares the question's words, not one that talks of cells and
+    # notebooks as the instructions --notebook appends to the prompt do
+    assert _calls(ran["nbwords"]) == ["list_cells()", 'read_cell(cell_id="5e1f0a2b")']
 
     # files: listed, then read; the follow-up answers from its own turn's reads only
     assert _calls(ran["files1"]) == ['list_dir(path=".")', 'read_file(path="missions.csv")']
