@@ -194,6 +194,15 @@ def test_data_exploration(executed):
         assert call in transcript
     assert "Neptune,ice giant,24622" in transcript  # the real file, read through the tool
 
+    # The offline demo model, no key and no cassette: it listed the folder, then read the file the
+    # question names, and its answer quotes that file's lines: the header and the Saturn missions.
+    demo = _stdout(_cell(nb, "demo = bettong_nb.offline"))
+    assert demo.splitlines()[:2] == ["list_dir({'path': '.'})", "read_file({'path': 'missions.csv'})"]
+    missions = (NOTEBOOKS / "data" / "missions.csv").read_text().splitlines()
+    (quoted,) = re.findall(r"```\n(.*?)\n```", demo, re.S)
+    assert quoted.splitlines() == [missions[0], *(line for line in missions if ",Saturn," in line)]
+    assert "offline demo model" in demo.splitlines()[-1]
+
     assert "Kepler's third law" in _stdout(_cell(nb, "planets = pd.read_csv"))
 
     usage = _rows(_data(_cell(nb, "usage = found.usage_frame(full=True)"), "text/plain")[0])
@@ -340,7 +349,7 @@ def test_notebook_agent(executed):
                for block in json.loads(line)["request"]["messages"][-1]["content"]
                if isinstance(block, dict) and block.get("type") == "tool_result"]
     listed, read, edit, insert, run = results
-    assert listed.startswith("13 cells, from the saved file 05-notebook-agent.ipynb (it may be stale); changes "
+    assert listed.startswith("16 cells, from the saved file 05-notebook-agent.ipynb (it may be stale); changes "
                              "and runs are refused: bettong_nb's notebook extension is not in this page")
     assert "[4] id=e9a2f6c1 code: 'import math\\n\\nvolume = 4 / 3" in listed
     assert 'planets["mass_1e24_kg"] * 1e24 / volume   # kg per ...?' in read
@@ -370,6 +379,18 @@ def test_notebook_agent(executed):
     assert history[0] == ["Empty", "DataFrame"] and history[1] == [
         "Columns:", "[time,", "action,", "cell,", "cell_index,", "model,", "session,", "turn,", "prompt_cell,",
         "decided_by,", "diff_sha256]"]
+
+    # The offline demo model, no key and no cassette: list_cells, then read_cell on the cell that
+    # shares the question's words; its answer quotes both, the listing's refusal of changes first.
+    demo = _cell(nb, "%%agent demo --notebook")
+    assert not _data(demo, WIDGET)
+    assert _data(demo, "text/plain")[0].splitlines() == ["· list_cells() → ok", '· read_cell(cell_id="e9a2f6c1") → ok']
+    (answer,) = _answers(demo)
+    assert answer.startswith("list_cells shows:\n```\n16 cells, from the saved file 05-notebook-agent.ipynb (it may "
+                             "be stale); changes and runs are refused: bettong_nb's notebook extension is not in "
+                             "this page"), answer
+    assert next(c.source for c in saved.cells if c.id == "e9a2f6c1") in answer
+    assert "offline demo model" in answer.splitlines()[-1]
 
 
 def _cassette(stem: str) -> list[str]:

@@ -30,6 +30,8 @@ CELLS = [
     ("fixed", "_agent_result.tool_calls"),
     ("orbits", "orbits = [1, 4, 9]  # the orbits, in years"),
     ("nbread", "%%agent --notebook\nWhat does the orbits cell do?"),
+    ("5e1f0a2b", "radius_km = 6371  # Earth's mean radius"),  # an id as JupyterLab makes them: no word
+    ("nbwords", "%%agent --notebook\nWhich radius do we use?"),
     *FILES_AND_DATA,
     *PRICES_AND_TYPOS,
 ]
@@ -86,6 +88,9 @@ def test_the_keyless_notebook_in_a_kernel(tmp_path, monkeypatch):
     assert _calls(ran["nbread"]) == ["list_cells()", 'read_cell(cell_id="orbits")']
     (answer,) = answers(ran["nbread"])
     assert "orbits = [1, 4, 9]  # the orbits, in years" in answer and "Jupiter" not in answer
+    # named by no id: the cell that shares the question's words, not one that talks of cells and
+    # notebooks as the instructions --notebook appends to the prompt do
+    assert _calls(ran["nbwords"]) == ["list_cells()", 'read_cell(cell_id="5e1f0a2b")']
 
     # files: listed, then read; the follow-up answers from its own turn's reads only
     assert _calls(ran["files1"]) == ['list_dir(path=".")', 'read_file(path="missions.csv")']

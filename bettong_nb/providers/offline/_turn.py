@@ -96,11 +96,15 @@ def _text(content: str | list) -> str:
 def _persons_words(text: str, tools: dict) -> str:
     """The prompt without what the notebook layer appends to it: a request in parentheses (``(Answer
     as an HTML fragment...)``) and a capability's instructions (``Use query_data to...``, what
-    ``%%agent --data`` adds), whose words would otherwise be read as the person's."""
+    ``%%agent --data`` adds; ``You work in the user's Jupyter notebook: ... (list_cells, read_cell)``,
+    what ``--notebook`` adds), whose words would otherwise be read as the person's: they would
+    pick the cell that talks most about cells and notebooks, not the one asked about."""
     paragraphs = text.split("\n\n")
     while len(paragraphs) > 1:
         last = paragraphs[-1].strip()
-        if not (last.startswith("(") and last.endswith(")")) and not any(last.startswith(f"Use {t} ") for t in tools):
+        named = sum(1 for t in tools if re.search(rf"\b{re.escape(t)}\b", last))
+        instructions = named >= 2 or any(last.startswith(f"Use {t} ") for t in tools)
+        if not (last.startswith("(") and last.endswith(")")) and not instructions:
             break
         paragraphs.pop()
     return "\n\n".join(paragraphs)
