@@ -338,7 +338,7 @@ class DuckDB:
             raise ValueError("path must be a file path relative to the data folder, a glob, or a table name")
         source = self._source(path)
         count, _, _ = self._run(f"SELECT count(*) FROM {source}")
-        # every query's column types come with it (_run describes it before running it)
+        # every query's column types come with its result
         sample, types, _ = self._run(f"SELECT * FROM {source} LIMIT {_SAMPLE_ROWS}")
         rows = int(count.iloc[0, 0])
         lines = [f"{path}: {rows:,} rows, {len(types)} columns"]
@@ -605,7 +605,9 @@ class DuckDB:
         if known is None:
             described = self._con.execute("DESCRIBE " + _subquery(sql)).fetchall()
             exact = {i: (str(name), str(kind)) for i, (name, kind, *_) in enumerate(described) if _wide(str(kind))}
-            if any(kind == "UHUGEINT" for _, kind in exact.values()):  # pandas cannot hold it even as a float
+            if any(kind == "UHUGEINT" for _, kind in exact.values()):
+                # Pandas cannot hold one even as a float, so it is replaced by name (as just described),
+                # and not remembered: a later run could not tell a column renamed since.
                 self._con.execute(_with_exact(sql, tuple(exact), names=[name for name, _ in exact.values()]))
                 shape = _shape(self._con.description, tuple(exact), replaced=True)
             else:
