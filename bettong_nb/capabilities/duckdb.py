@@ -58,7 +58,6 @@ DuckDB's Excel extension would have to be downloaded.
 from __future__ import annotations
 
 import asyncio
-import decimal
 import io
 import json
 import os
@@ -187,7 +186,7 @@ class _Watchdog:
                     self._wake_at = min(deadline for deadline, _ in self._armed.values())
                     self._changed.wait(self._wake_at - now)
                     continue
-            for token, action in due:  # outside the lock: an action takes its capability's
+            for token, action in due:  # outside the lock, as an action takes its capability's own
                 action(token)
 
 
