@@ -629,15 +629,15 @@ class DuckDB:
 
     def _opened(self) -> set[str]:
         """The files DuckDB opened since the log was last cleared; clears it."""
-        messages = self._con.execute("SELECT message FROM duckdb_logs() WHERE type = 'FileSystem'").fetchall()
-        if not messages:
+        entries = self._con.execute("SELECT type, message FROM duckdb_logs()").fetchall()
+        if not entries:
             return set()
         self._con.execute("CALL truncate_duckdb_logs()")
         # the messages as they are (each READ is one), parsed here: DISTINCT and JSON in SQL cost more
         paths = set()
-        for (message,) in messages:
+        for kind, message in entries:
             try:
-                path = json.loads(message).get("path")
+                path = json.loads(message).get("path") if kind == "FileSystem" else None
             except (ValueError, AttributeError):
                 continue
             if isinstance(path, str) and path:
