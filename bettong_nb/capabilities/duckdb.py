@@ -58,12 +58,12 @@ DuckDB's Excel extension would have to be downloaded.
 from __future__ import annotations
 
 import asyncio
-import decimal
 import io
 import json
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
@@ -138,6 +138,59 @@ _FRAME_SCANS = frozenset({"pandas_scan", "python_arrow_scan"})
 _REFUSED_FUNCTIONS = frozenset({"current_setting", "getenv", "getvariable", "write_log",
                                 "json_execute_serialized_sql", "setseed"})  # setseed: random() of the next query
 _FRAME_MODULES = frozenset({"pandas", "polars", "pyarrow"})
+_IDLE_SECONDS = 60  # the timeout thread ends after this long with no query running
+
+
+class _Watchdog:
+    """Interrupts queries that run past their time: one thread for them all, since starting a
+    timer thread for each query cost more than a small query. :meth:`arm` before a query and
+    :meth:`disarm` after it; the thread sleeps until the earliest deadline (a disarmed one wakes it
+    for nothing, once), and ends when nothing was armed for :data:`_IDLE_SECONDS`."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._armed: dict[object, tuple[float, Any]] = {}
+        self._thread: threading.Thread | None = None
+        self._wake_at = 0.0
+
+    def arm(self, token: object, seconds: float, action) -> None:
+        """Call ``action(token)`` after ``seconds``, unless disarmed by then."""
+        deadline = time.monotonic() + seconds
+        with self._changed:
+            self._armed[token] = (deadline, action)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="bettong-duckdb-timeout", daemon=True)
+                self._wake_at = deadline
+                self._thread.start()
+            elif deadline < self._wake_at:
+                self._changed.notify()
+
+    def disarm(self, token: object) -> None:
+        with self._changed:
+            self._armed.pop(token, None)
+
+    def _watch(self) -> None:
+        while True:
+            with self._changed:
+                now = time.monotonic()
+                due = [(token, action) for token, (deadline, action) in self._armed.items() if deadline <= now]
+                for token, _ in due:
+                    del self._armed[token]
+                if not due:
+                    if not self._armed:
+                        self._wake_at = now + _IDLE_SECONDS
+                        if not self._changed.wait(_IDLE_SECONDS) and not self._armed:
+                            self._thread = None
+                            return
+                        continue
+                    self._wake_at = min(deadline for deadline, _ in self._armed.values())
+                    self._changed.wait(self._wake_at - now)
+                    continue
+            for token, action in due:  # outside the lock, as an action takes its capability's own
+                action(token)
+
+
+_WATCHDOG = _Watchdog()
 
 
 @dataclass(eq=False)
@@ -167,11 +220,12 @@ class DuckDB:
         self._running: object | None = None  # the query a timer may interrupt
         self._state = threading.Lock()  # so a late timer cannot interrupt the next query
         self._excel_views: dict[str, tuple[tuple[int, int], str]] = {}
-        # By SQL text, what depends on nothing else: its parse tree, and (for the rewritten text, whose
-        # paths are absolute) that its bound plan passed the check; the catalog a plan binds against
-        # never changes, since every query is rolled back. An agent often runs the same query again.
-        self._trees: dict[str, dict] = {}
+        # By SQL text, what depends on nothing else: what its parse tree holds, and (for the rewritten
+        # text, whose paths are absolute) that its bound plan passed the check; the catalog a plan binds
+        # against never changes, since every query is rolled back. An agent often runs the same query again.
+        self._scans: dict[str, dict[int | None, list[tuple[str, str]]]] = {}
         self._plans_passed: dict[str, None] = {}
+        self._shapes: dict[str, tuple[int, ...]] = {}  # by SQL text: where its wide columns were (see _answer)
         self._con = self._connect()
         self.instructions = self._instructions()
         self.tools = [
@@ -270,8 +324,8 @@ class DuckDB:
             raise ValueError("sql must be one SQL query, as a non-blank string")
         frame, types, total = self._run(self._checked(sql))
         truncated = total > len(frame)
-        frame.attrs.update(sql=sql, total_rows=total, truncated=truncated)
         text = self._table(frame, types, total)
+        frame.attrs.update(sql=sql, total_rows=total, truncated=truncated)  # after: pandas copies attrs on each step
         if truncated:
             text += (f"\nThe result kept as a DataFrame holds only the first {len(frame):,} rows (the limit is "
                      f"{MAX_DATA_ROWS:,} rows and {MAX_DATA_BYTES // 1_000_000:,} MB).")
@@ -283,7 +337,7 @@ class DuckDB:
             raise ValueError("path must be a file path relative to the data folder, a glob, or a table name")
         source = self._source(path)
         count, _, _ = self._run(f"SELECT count(*) FROM {source}")
-        # every query's column types come with it (_run describes it before running it)
+        # every query's column types come with its result
         sample, types, _ = self._run(f"SELECT * FROM {source} LIMIT {_SAMPLE_ROWS}")
         rows = int(count.iloc[0, 0])
         lines = [f"{path}: {rows:,} rows, {len(types)} columns"]
@@ -295,10 +349,20 @@ class DuckDB:
 
     def _checked(self, sql: str) -> str:
         """The query to run: one read-only statement, relative paths made absolute."""
-        rewritten = self._rewrite(sql, self._scan(self._tree(sql)))
+        rewritten = self._rewrite(sql, self._literals(sql))
         if rewritten != sql:
-            self._scan(self._tree(rewritten))  # the rewrite only swapped literals; make sure of it
+            self._literals(rewritten)  # the rewrite only swapped literals; make sure of it
         return rewritten
+
+    def _literals(self, sql: str) -> dict[int | None, list[tuple[str, str]]]:
+        """:meth:`_scan` of a query that passed the statement checks, remembered by its text (which
+        alone decides it; a refusal is not remembered)."""
+        found = self._scans.get(sql)
+        if found is None:
+            found = self._scan(self._tree(sql))
+            with self._lock:  # calls come from several threads
+                _remember(self._scans, sql, found)
+        return found
 
     def _tree(self, sql: str) -> dict:
         import duckdb as _duckdb
@@ -312,14 +376,10 @@ class DuckDB:
         if statements[0].type.name != "SELECT":
             raise PermissionError("only read-only queries (SELECT, WITH, DESCRIBE, SUMMARIZE) are allowed, "
                                   f"not {_first_word(sql)}")
-        tree = self._trees.get(sql)
-        if tree is not None:
-            return tree
-        with self._lock:  # the cache too: calls come from several threads
+        with self._lock:
             tree = json.loads(self._con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
-            if tree.get("error"):
-                raise PermissionError(f"this query cannot be checked, so it is refused: {tree.get('error_message')}")
-            _remember(self._trees, sql, tree)
+        if tree.get("error"):
+            raise PermissionError(f"this query cannot be checked, so it is refused: {tree.get('error_message')}")
         return tree
 
     def _scan(self, tree: dict) -> dict[int | None, list[tuple[str, str]]]:
@@ -456,30 +516,21 @@ class DuckDB:
         import duckdb as _duckdb
 
         token = object()
-        timer = threading.Timer(self.timeout, self._interrupt, args=(token,))
         failure: Exception | None = None
         with self._lock:
-            self._con.execute("CALL truncate_duckdb_logs()")
             with self._state:
                 self._running = token
-            timer.start()
+            _WATCHDOG.arm(token, self.timeout, self._interrupt)
             # Each query runs in a transaction that is rolled back, so nothing it made (a rejects
             # table, a type, whatever a future option creates) is there for the next one.
             self._con.begin()
             try:
                 self._check_plan(sql)
-                # The result's types before it runs: HUGEINT and wide DECIMAL columns are read as
-                # text, because pandas would make them floats and lose digits.
-                types = [(str(name), str(kind)) for name, kind, *_ in self._con.execute("DESCRIBE " + sql).fetchall()]
-                exact = {i: kind for i, (_, kind) in enumerate(types) if _needs_text(kind)}
-                result = self._con.execute(_as_text(sql, types, exact) if exact else sql)
-                frame, total = _fetch(result)
-                for i, kind in exact.items():
-                    frame.isetitem(i, _exact(frame.iloc[:, i], kind))
+                frame, types, total = self._answer(sql)
             except Exception as exc:  # judged below, once the file log has been read
                 failure = exc
             finally:
-                timer.cancel()
+                _WATCHDOG.disarm(token)
                 with self._state:
                     self._running = None
                 self._con.rollback()
@@ -525,12 +576,73 @@ class DuckDB:
             pending.extend(node.get("children") or [])
         _remember(self._plans_passed, sql, None)
 
+    def _answer(self, sql: str):
+        """Run ``sql``: ``(frame, [(column, type)], total_rows)``. A HUGEINT, UHUGEINT or wide DECIMAL
+        column is fetched as ``struct_pack(v := column)`` too, which pandas gets as Python ints and
+        Decimals, not as floats that lose digits. Which columns those are is remembered per SQL text
+        and checked against the types of the result itself, so only a query not seen before (or whose
+        files changed their columns) is described before it runs."""
+        import duckdb as _duckdb
+
+        known = self._shapes.get(sql)
+        if known is not None:
+            try:
+                self._con.execute(_with_exact(sql, known) if known else sql)
+            except _duckdb.BinderException:
+                if not known:
+                    raise
+                # the columns moved: described below (where a real error is raised again), in a
+                # transaction of its own, as the error ended this one
+                self._con.rollback()
+                self._con.begin()
+                known = None
+            else:
+                shape = _shape(self._con.description, known)
+                if shape is None:
+                    self._con.abort()
+                    known = None
+        if known is None:
+            described = self._con.execute("DESCRIBE " + _subquery(sql)).fetchall()
+            exact = {i: (str(name), str(kind)) for i, (name, kind, *_) in enumerate(described) if _wide(str(kind))}
+            if any(kind == "UHUGEINT" for _, kind in exact.values()):
+                # Pandas cannot hold one even as a float, so it is replaced by name (as just described),
+                # and not remembered: a later run could not tell a column renamed since.
+                self._con.execute(_with_exact(sql, tuple(exact), names=[name for name, _ in exact.values()]))
+                shape = _shape(self._con.description, tuple(exact), replaced=True)
+            else:
+                known = tuple(exact)
+                self._con.execute(_with_exact(sql, known) if known else sql)
+                shape = _shape(self._con.description, known)
+            if shape is None:
+                self._con.abort()
+                raise ValueError("the files the query reads changed their columns while it ran; run it again")
+            if not shape[2]:
+                _remember(self._shapes, sql, known)
+        types, exact_kinds, replaced = shape
+        frame, total = _fetch(self._con)
+        width = len(types)
+        for j, (i, kind) in enumerate(exact_kinds.items()):
+            frame.isetitem(i, _exact(frame.iloc[:, i if replaced else width + j], kind))
+        if not replaced and exact_kinds:
+            frame = frame.iloc[:, :width]
+        return frame, types, total
+
     def _opened(self) -> set[str]:
         """The files DuckDB opened since the log was last cleared; clears it."""
-        rows = self._con.execute("SELECT DISTINCT json_extract_string(message, '$.path') FROM duckdb_logs() "
-                                 "WHERE type = 'FileSystem'").fetchall()
+        entries = self._con.execute("SELECT type, message FROM duckdb_logs()").fetchall()
+        if not entries:
+            return set()
         self._con.execute("CALL truncate_duckdb_logs()")
-        return {path for (path,) in rows if path}
+        # the messages as they are (each READ is one), parsed here: DISTINCT and JSON in SQL cost more
+        paths = set()
+        for kind, message in entries:
+            try:
+                path = json.loads(message).get("path") if kind == "FileSystem" else None
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(path, str) and path:
+                paths.add(path)
+        return paths
 
     def _interrupt(self, token: object | None) -> None:
         with self._state:
@@ -561,9 +673,14 @@ class DuckDB:
     # --- the text table -----------------------------------------------------------------------
 
     def _table(self, frame, types: list[tuple[str, str]], total: int, *, footer: bool = True) -> str:
+        import pandas as pd
+
         kinds = [kind for _, kind in types]
-        rows = [[_text(value, kind) for value, kind in zip(row, kinds)]
-                for row in frame.iloc[:self.max_rows].itertuples(index=False, name=None)]
+        shows = [_show_date if kind == "DATE" else _show for kind in kinds]
+        values = frame.iloc[:self.max_rows].to_numpy(dtype=object)  # as a whole: a pandas call per cell costs
+        missing = pd.isna(values).tolist()  # False for a list, dict or array, whatever it holds
+        rows = [["NULL" if gone else show(value) for value, gone, show in zip(row, gaps, shows)]
+                for row, gaps in zip(values.tolist(), missing)]
         names, *rows = _redacted([[str(name) for name, _ in types], *rows])
         header = " | ".join(f"{_cell(name)} ({kind})" for name, kind in zip(names, kinds))
         lines = [header]
@@ -597,7 +714,7 @@ def _fetch(result) -> tuple[Any, int]:
     kept, kept_rows, kept_bytes, total, vectors = [], 0, 0, 0, 1
     while True:
         chunk = result.fetch_df_chunk(vectors)
-        size = int(chunk.memory_usage(index=False, deep=True).sum()) if len(chunk) else 0
+        size = _bytes(chunk) if len(chunk) else 0
         fit = min(len(chunk), MAX_DATA_ROWS - kept_rows)
         if size and kept_bytes + size * fit // len(chunk) > MAX_DATA_BYTES:
             fit = min(fit, (MAX_DATA_BYTES - kept_bytes) * len(chunk) // size)
@@ -607,7 +724,7 @@ def _fetch(result) -> tuple[Any, int]:
             kept_rows += fit
             kept_bytes += size * fit // max(len(chunk), 1)
         total += len(chunk)
-        if not len(chunk):
+        if len(chunk) < vectors:  # each vector fetched gives a row at least: fewer, and the result has ended
             break
         # Sized by rows, not vectors: a filter's vectors hold only the rows that passed it (a few of
         # 2048), and thousands of small fetches cost more than the query. Bounded so that a fetch stays
@@ -619,6 +736,12 @@ def _fetch(result) -> tuple[Any, int]:
     return frame, total
 
 
+def _bytes(frame) -> int:
+    """The memory a frame's columns hold, their values' own included (text, lists, Decimals); a
+    sum over the columns costs less than ``DataFrame.memory_usage``."""
+    return sum(int(column.memory_usage(index=False, deep=True)) for _, column in frame.items())
+
+
 def _remember(cache: dict, key: str, value: Any, *, size: int = 256) -> None:
     """``cache[key] = value``, the oldest entry dropped past ``size`` (a query's text can be long)."""
     if len(cache) >= size:
@@ -626,35 +749,70 @@ def _remember(cache: dict, key: str, value: Any, *, size: int = 256) -> None:
     cache[key] = value
 
 
-def _needs_text(kind: str) -> bool:
-    """Whether pandas would hold a column of this DuckDB type as floats with digits lost."""
+def _wide(kind: str) -> bool:
+    """Whether pandas would hold a column of this DuckDB type as floats with digits lost (or, for
+    UHUGEINT, not at all)."""
     if kind in ("HUGEINT", "UHUGEINT"):
         return True
     return kind.startswith("DECIMAL(") and int(kind[8:].split(",")[0]) > 15  # a double holds 15 digits
 
 
-def _as_text(sql: str, types: list[tuple[str, str]], exact: dict[int, str]) -> str:
-    """``sql`` as a subquery whose ``exact`` columns (by position) are cast to text."""
+def _inner(sql: str) -> str:
+    """``sql`` in parentheses, as a subquery: its own closing semicolon dropped, and the closing
+    parenthesis on a line of its own, past a trailing -- comment."""
     import duckdb as _duckdb
 
     data = sql.encode("utf-8")
     tokens = [(offset, kind) for offset, kind in _duckdb.tokenize(sql) if kind.name != "comment"]
     if tokens and data[tokens[-1][0]:tokens[-1][0] + 1] == b";":  # the statement's own end
         data = data[:tokens[-1][0]]
-    columns = ", ".join(f"{'CAST(#%d AS VARCHAR)' % (i + 1) if i in exact else '#%d' % (i + 1)} AS "
-                        f"\"{name.replace(chr(34), chr(34) * 2)}\"" for i, (name, _) in enumerate(types))
-    return f"SELECT {columns} FROM (\n{data.decode('utf-8')}\n)"  # the newline ends a trailing -- comment
+    return f"(\n{data.decode('utf-8')}\n)"
+
+
+def _subquery(sql: str) -> str:
+    """``sql`` as ``SELECT * FROM`` it: the columns it gives a query around it (a second column of a
+    name is renamed, as pandas renames it)."""
+    return f"SELECT * FROM {_inner(sql)}"
+
+
+def _with_exact(sql: str, exact: tuple[int, ...], names: list[str] | None = None) -> str:
+    """``sql`` with each column at ``exact`` (positions) also as ``struct_pack(v := column)``, after
+    all of its columns; or, given their ``names``, in their place."""
+    if names is None:
+        extra = ", ".join(f"struct_pack(v := #{i + 1})" for i in exact)
+        return f"SELECT *, {extra} FROM {_inner(sql)}"
+    quoted = ['"' + name.replace('"', '""') + '"' for name in names]
+    replaced = ", ".join(f"struct_pack(v := {name}) AS {name}" for name in quoted)
+    return f"SELECT * REPLACE ({replaced}) FROM {_inner(sql)}"
+
+
+def _shape(description: list, exact: tuple[int, ...], *, replaced: bool = False):
+    """What a result run as :func:`_with_exact` (or as is, with no ``exact``) holds: ``([(column,
+    type)], {position: type of each wide column}, replaced)``; None when its wide columns are not
+    those at ``exact`` (the query's files changed since it was last run)."""
+    columns = [(str(name), kind) for name, kind, *_ in description]
+    if replaced:
+        for i in exact:
+            name, kind = columns[i]
+            if kind.id != "struct" or len(kind.children) != 1:
+                return None
+            columns[i] = (name, kind.children[0][1])
+    else:
+        columns = columns[:len(columns) - len(exact)]
+    types = [(name, str(kind)) for name, kind in columns]
+    if tuple(i for i, (_, kind) in enumerate(types) if _wide(kind)) != exact:
+        return None
+    return types, {i: types[i][1] for i in exact}, replaced
 
 
 def _exact(column, kind: str):
-    """A column of HUGEINT or wide DECIMAL values read as text, as exact numbers: int64 (Int64
-    with NULLs) when every value fits, else Python ints; Decimals for DECIMAL."""
+    """A column of ``struct_pack(v := value)`` of HUGEINT, UHUGEINT or wide DECIMAL values as exact
+    numbers: int64 (Int64 with NULLs) when every value fits, else Python ints; Decimals for DECIMAL."""
     import pandas as pd
 
+    values = [item["v"] if isinstance(item, dict) else None for item in column]
     if kind.startswith("DECIMAL"):
-        return pd.Series([None if pd.isna(v) else decimal.Decimal(v) for v in column], index=column.index,
-                         dtype=object)
-    values = [None if pd.isna(v) else int(v) for v in column]
+        return pd.Series(values, index=column.index, dtype=object)
     if all(v is None or -(1 << 63) <= v < 1 << 63 for v in values):
         return pd.Series(values, index=column.index, dtype="Int64" if None in values else "int64")
     return pd.Series(values, index=column.index, dtype=object)
@@ -733,23 +891,18 @@ def _message(exc: Exception) -> str:
 
 
 _ESCAPED = re.compile(r"[\\\n\r|]")
+_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "|": "\\|"})
 _CUT_VALUE = re.compile(r"""(["'])(?:(?!\1).)*\.\.\.\1""", re.S)
 
 
-def _text(value: Any, kind: str = "") -> str:
-    """One value of the text table as text: NULL for missing."""
-    if value is None:
-        return "NULL"
-    try:
-        import pandas as pd
+def _show(value: Any) -> str:
+    """One value of the text table as text."""
+    return repr(value) if isinstance(value, bytes) else str(value)
 
-        if not isinstance(value, (list, dict, tuple)) and pd.isna(value):
-            return "NULL"
-    except (TypeError, ValueError):  # arrays and other values pd.isna cannot judge as one
-        pass
-    if kind == "DATE" and hasattr(value, "date"):  # pandas holds a DATE as a midnight timestamp
-        value = value.date()
-    return str(value) if not isinstance(value, bytes) else repr(value)
+
+def _show_date(value: Any) -> str:
+    """A DATE, which pandas holds as a midnight timestamp."""
+    return str(value.date() if hasattr(value, "date") else value)
 
 
 def _redacted(rows: list[list[str]]) -> list[list[str]]:
@@ -772,7 +925,7 @@ def _redacted(rows: list[list[str]]) -> list[list[str]]:
 
 def _cell(text: str) -> str:
     """One (redacted) value of the text table: newlines and ``|`` escaped, long text cut."""
-    text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("|", "\\|")
+    text = text.translate(_ESCAPES)
     return text if len(text) <= _CELL_CHARS else text[:_CELL_CHARS - 1] + "…"
 
 

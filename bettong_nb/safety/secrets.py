@@ -128,6 +128,7 @@ def _credential_path() -> re.Pattern:  # compiled on first use: it would add ~4 
     return re.compile("|".join(map(_path_glob, CREDENTIAL_PATHS)), re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)  # a query or a listing asks about the same paths again and again
 def is_credential_path(path: str) -> bool:
     """True when ``path`` (absolute or relative; a resolved path is best) names a credential
     file of :data:`CREDENTIAL_PATHS`, as written or once ``.``/``..`` are folded::

@@ -376,6 +376,38 @@ def test_huge_integers_and_wide_decimals_stay_exact(tmp_path):
     assert row[3] == 1.25 and row[4] == 1
 
 
+def test_a_query_asked_again_after_its_file_changed_columns_gets_them_exactly(tmp_path):
+    """What a query's wide columns were is remembered by its text; a file rewritten with other
+    columns (wider, moved, more, fewer) is answered as it is now."""
+    import duckdb as raw
+
+    def write(select):
+        with raw.connect() as con:
+            con.execute(f"COPY ({select}) TO '{tmp_path / 'f.parquet'}' (FORMAT parquet)")
+
+    big = 12345678901234567890123
+    db = caps.duckdb(tmp_path)
+    for select, header, row in [
+        ("SELECT 1::BIGINT AS x, 'a' AS y", "x (BIGINT) | y (VARCHAR)", [1, "a"]),
+        (f"SELECT {big}::DECIMAL(38,0) AS x, 'a' AS y", "x (DECIMAL(38,0)) | y (VARCHAR)", [big, "a"]),
+        (f"SELECT 'b' AS y, 5 AS z, {big}::DECIMAL(38,0) AS x", "y (VARCHAR) | z (INTEGER) | x (DECIMAL(38,0))",
+         ["b", 5, big]),
+        ("SELECT 'c' AS y", "y (VARCHAR)", ["c"]),
+    ]:
+        write(select)
+        for _ in range(2):
+            out = db.query("SELECT * FROM 'f.parquet'")
+            assert out.text.splitlines()[0] == header
+            assert out.data.iloc[0].tolist() == row
+    assert str(out.data.iloc[0, 0]) == "c"
+    write("SELECT 9007199254740993::BIGINT AS s UNION ALL SELECT 2")  # its sum is a HUGEINT
+    out = db.query("SELECT sum(s) AS s FROM 'f.parquet'")
+    assert out.data["s"].tolist() == [9007199254740995] and out.text.startswith("s (HUGEINT)")
+    write("SELECT 1.5::DOUBLE AS s")  # now a DOUBLE
+    out = db.query("SELECT sum(s) AS s FROM 'f.parquet'")
+    assert out.data["s"].tolist() == [1.5] and out.text.startswith("s (DOUBLE)")
+
+
 def test_nulls_newlines_and_pipes_are_shown_unambiguously(analyst):
     out = analyst.query("SELECT NULL::INTEGER AS n, 'a|b' AS p, 'two\nlines' AS t, '' AS empty")
     assert out.text.splitlines()[1] == "NULL | a\\|b | two\\nlines | "
