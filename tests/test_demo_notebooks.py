@@ -45,9 +45,11 @@ WIDGET = "application/vnd.jupyter.widget-view+json"
 VENVS = Path(os.environ.get("BETTONG_BINDER_VENVS") or Path.home() / ".cache" / "bettong-nb" / "binder-venvs")
 
 
-def _env() -> dict[str, str]:
-    """This environment without the variables that would make a notebook go live."""
-    return {k: v for k, v in os.environ.items() if k not in ("BETTONG_LIVE", "DEEPSEEK_API_KEY")}
+def _env(python: Path) -> dict[str, str]:
+    """This environment without the variables that would make a notebook go live; for the
+    binder venv's ``python``, without PYTHONPATH too (the venv runs its own install, as on Binder)."""
+    dropped = ("BETTONG_LIVE", "DEEPSEEK_API_KEY") + (("PYTHONPATH",) if python != Path(sys.executable) else ())
+    return {k: v for k, v in os.environ.items() if k not in dropped}
 
 
 def _run(command: list, **kw) -> None:
@@ -80,7 +82,7 @@ def _build_venv() -> Path:
                 (copy / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(REPO / name, copy / name)
         _run(["bash", copy / "binder" / "postBuild"], cwd=copy, timeout=600,
-             env={**_env(), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)})
+             env={**_env(python), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)})
     finally:
         shutil.rmtree(copy, ignore_errors=True)
     return python
@@ -107,7 +109,7 @@ def binder_python() -> Iterator[Path]:
 def executed(binder_python, tmp_path_factory) -> dict:
     """Every notebook replayed by ``record.py --check`` (as CI and a reader run them)."""
     out = tmp_path_factory.mktemp("executed")
-    _run([binder_python, RECORD, "--check", "--out", out], cwd=out, env=_env(), timeout=600)
+    _run([binder_python, RECORD, "--check", "--out", out], cwd=out, env=_env(binder_python), timeout=600)
     ran = {name: nbformat.read(out / f"{name}.ipynb", as_version=4) for name in NAMES}
     return {"env": json.loads((out / "environment.json").read_text()), "python": binder_python, **ran}
 
@@ -443,7 +445,7 @@ def test_cassettes_hold_no_machine_specific_text():
 
 def test_hand_written_cassettes_are_what_record_py_records(executed, tmp_path):
     _run([executed["python"], RECORD, "--scripted-only", "--no-verify", "--cassettes", tmp_path],
-         cwd=tmp_path, env=_env(), timeout=600)
+         cwd=tmp_path, env=_env(executed["python"]), timeout=600)
     recorded = sorted(p.name for p in tmp_path.glob("*.jsonl"))
     assert recorded == ["01-quickstart.jsonl", "02-data-exploration.jsonl", "03-teaching-capabilities.jsonl",
                         "04-sql-exploration.jsonl", "05-notebook-agent.jsonl"]
