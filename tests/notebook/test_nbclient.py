@@ -70,13 +70,19 @@ def test_every_headless_decision_is_recorded_saying_who_made_it(tmp_path, monkey
     # With headless_policy "allow" the calls run, and the saved cell says they were allowed by the
     # policy, not by a person; with "deny" it says the policy denied them. Both --quiet and not.
     notebook = nbformat.read(NOTEBOOKS / "headless_approval.ipynb", as_version=4)
-    setup = notebook.cells[0].source
-    for policy, flags, ran, said in (("allow", "", "['/']", "allowed automatically (headless policy)"),
-                                     ("allow", " --quiet", "['/']", "allowed automatically (headless policy)"),
-                                     ("deny", "", "[]", "denied by the headless policy")):
-        nb = run_notebook([setup + f"\n%config AgentMagics.headless_policy = {policy!r}",
-                           f"%%agent bot --approve{flags} -o res\nDelete everything", "print(ran)"], tmp_path)
-        saved = "".join(_data(nb.cells[1], "text/html") + _data(nb.cells[1], "text/plain"))
+    cases = (("allow", "", "['/']", "allowed automatically (headless policy)"),
+             ("allow", " --quiet", "['/']", "allowed automatically (headless policy)"),
+             ("deny", "", "[]", "denied by the headless policy"))
+    cells = [notebook.cells[0].source]  # one kernel: each case a fresh bot under its policy
+    for policy, flags, _, _ in cases:
+        cells += [f"%config AgentMagics.headless_policy = {policy!r}\nran.clear()\n"
+                  "bot = bettong_nb.agent(provider=Scripted([[('delete_everything', {'path': '/'})], 'No.']), "
+                  "capabilities=bot.options.capabilities)",
+                  f"%%agent bot --approve{flags} -o res\nDelete everything", "print(ran)"]
+    nb = run_notebook(cells, tmp_path)
+    for index, (policy, flags, ran, said) in enumerate(cases):
+        agent_cell, printed = nb.cells[2 + 3 * index], nb.cells[3 + 3 * index]
+        saved = "".join(_data(agent_cell, "text/html") + _data(agent_cell, "text/plain"))
         assert f"{said}: no widget frontend is connected to this kernel" in saved, (policy, flags, saved)
         assert "allowed by you" not in saved
-        assert _stdout(nb.cells[2]).strip() == ran
+        assert _stdout(printed).strip() == ran
