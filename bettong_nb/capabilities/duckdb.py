@@ -37,14 +37,18 @@ Confinement, in layers:
   expanded into the functions it reads: ``pg_catalog.pg_settings`` (``duckdb_settings()``),
   ``duckdb_logs`` and any other view over settings, secrets, logs or extensions is refused
   whatever its name, while ``information_schema.tables`` or ``SHOW TABLES`` work.
-* Nothing outlives a query: each runs in a transaction that is rolled back, so no table, view,
-  macro, type, sequence or secret it might make is there for the next one; persistent secrets
-  are off.
+* Nothing outlives a query: each runs on a connection of its own that is closed after it, so no
+  temporary table, view, macro, type, variable or secret it might make is there for the next one
+  (a plain query cannot write to the catalog the connections share: the frames' views);
+  persistent secrets are off.
 * Credential files (``.env``, ``.ssh/``, ``*.pem``, ... as for the filesystem capability) are
   judged where a file is really opened: DuckDB logs every file its queries open, and a query
   that opened one has its result and error message thrown away. So a glob (``'*'`` matches
   ``.env``), a path computed in SQL (``'.e' || 'nv'``) or a harmless-named symlink to a key
-  reads nothing back. (``read_blob`` without its content column reads only a file's size.)
+  reads nothing back. A literal path naming one regular file (the common case) is judged before
+  the query, by the real path DuckDB will open, and refused there; a query whose every path is
+  such a literal does not need the log read. (``read_blob`` without its content column reads
+  only a file's size.)
 * Values are redacted before they are cut or escaped for the text table (a cell longer than 60
   characters, or holding a line break, ``|`` or ``\\``), so a secret astride the cut is hidden
   whole; a value DuckDB quotes cut short in an error message is withheld.
@@ -65,7 +69,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from ..safety.rooted import Root, read_up_to
 from ..core.capability import Tool, ToolOutput
@@ -139,6 +143,12 @@ _REFUSED_FUNCTIONS = frozenset({"current_setting", "getenv", "getvariable", "wri
                                 "json_execute_serialized_sql", "setseed"})  # setseed: random() of the next query
 _FRAME_MODULES = frozenset({"pandas", "polars", "pyarrow"})
 _IDLE_SECONDS = 60  # the timeout thread ends after this long with no query running
+_UNREAD_QUERIES = 64  # the file log is cleared after this many queries that had no need to read it
+_EXACT_FLOAT = 2 ** 53  # a double holds every integer of smaller magnitude exactly
+# DuckDB types a pandas frame holds in a numpy array of at most eight bytes a value (a HUGEINT and a
+# DECIMAL as doubles, times as datetime64 / timedelta64), besides DECIMAL(...) and TIMESTAMP...
+_FIXED_WIDTH = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
+                          "UINTEGER", "UBIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DATE", "INTERVAL"})
 
 
 class _Watchdog:
@@ -193,6 +203,13 @@ class _Watchdog:
 _WATCHDOG = _Watchdog()
 
 
+class _Scan(NamedTuple):
+    """What a query's parse tree says of the files it names (see :meth:`DuckDB._scan`)."""
+
+    literals: dict[int | None, list[tuple[str, str]]]
+    opaque: bool  # a file function's path is not (only) string literals
+
+
 @dataclass(eq=False)
 class DuckDB:
     """SQL tools for an agent; build it with :func:`duckdb`."""
@@ -217,15 +234,17 @@ class DuckDB:
         self._files = None if self._root_path is None else Root(self._root_path, owner="a duckdb capability")
         self._table_names = tuple(self.tables or ())
         self._lock = threading.Lock()  # one query at a time: the connection, its log and views are shared
-        self._running: object | None = None  # the query a timer may interrupt
+        self._running: tuple[object, Any] | None = None  # the query a timer may interrupt, and its connection
         self._state = threading.Lock()  # so a late timer cannot interrupt the next query
         self._excel_views: dict[str, tuple[tuple[int, int], str]] = {}
         # By SQL text, what depends on nothing else: what its parse tree holds, and (for the rewritten
         # text, whose paths are absolute) that its bound plan passed the check; the catalog a plan binds
-        # against never changes, since every query is rolled back. An agent often runs the same query again.
-        self._scans: dict[str, dict[int | None, list[tuple[str, str]]]] = {}
+        # against never changes, since no query can change it. An agent often runs the same query again.
+        self._scans: dict[str, _Scan] = {}
         self._plans_passed: dict[str, None] = {}
-        self._shapes: dict[str, tuple[int, ...]] = {}  # by SQL text: where its wide columns were (see _answer)
+        self._shapes: dict[str, tuple[int, ...]] = {}  # by SQL text: its columns read exactly (see _answer)
+        self._sizes: dict[str, tuple[int, float]] = {}  # by SQL text run: its last result's rows and width
+        self._unread = 0  # queries since the file log was last cleared whose files were all checked before
         self._con = self._connect()
         self.instructions = self._instructions()
         self.tools = [
@@ -279,7 +298,7 @@ class DuckDB:
             if type(frame).__module__.split(".")[0] not in _FRAME_MODULES:
                 raise TypeError(f"table {name!r} must be a pandas, polars or pyarrow frame, "
                                 f"not {type(frame).__name__}")
-            con.register(name, frame)
+            _view(con, name, frame)
         return con
 
     def _instructions(self) -> str:
@@ -310,7 +329,9 @@ class DuckDB:
         try:
             return await asyncio.to_thread(method, argument)
         except asyncio.CancelledError:
-            self._interrupt(self._running)  # the run was cancelled: stop the query too
+            running = self._running
+            if running is not None:
+                self._interrupt(running[0])  # the run was cancelled: stop the query too
             raise
 
     def query(self, sql: str | None = None) -> ToolOutput:
@@ -322,7 +343,7 @@ class DuckDB:
         """
         if not isinstance(sql, str) or not sql.strip():
             raise ValueError("sql must be one SQL query, as a non-blank string")
-        frame, types, total = self._run(self._checked(sql))
+        frame, types, total = self._run(*self._checked(sql))
         truncated = total > len(frame)
         text = self._table(frame, types, total)
         frame.attrs.update(sql=sql, total_rows=total, truncated=truncated)  # after: pandas copies attrs on each step
@@ -335,10 +356,10 @@ class DuckDB:
         """Columns, row count and first rows of a file, glob or table."""
         if not isinstance(path, str) or not path.strip():
             raise ValueError("path must be a file path relative to the data folder, a glob, or a table name")
-        source = self._source(path)
-        count, _, _ = self._run(f"SELECT count(*) FROM {source}")
+        source, checked = self._source(path)
+        count, _, _ = self._run(f"SELECT count(*) FROM {source}", checked)
         # every query's column types come with its result
-        sample, types, _ = self._run(f"SELECT * FROM {source} LIMIT {_SAMPLE_ROWS}")
+        sample, types, _ = self._run(f"SELECT * FROM {source} LIMIT {_SAMPLE_ROWS}", checked)
         rows = int(count.iloc[0, 0])
         lines = [f"{path}: {rows:,} rows, {len(types)} columns"]
         lines += [f"  {name}  {kind}" for name, kind in types]
@@ -347,14 +368,16 @@ class DuckDB:
 
     # --- checking a query ---------------------------------------------------------------------
 
-    def _checked(self, sql: str) -> str:
-        """The query to run: one read-only statement, relative paths made absolute."""
-        rewritten = self._rewrite(sql, self._literals(sql))
+    def _checked(self, sql: str) -> tuple[str, bool]:
+        """The query to run (one read-only statement, relative paths made absolute), and whether
+        every file it can open was named by a literal path and judged here (see :meth:`_rewrite`)."""
+        scan = self._literals(sql)
+        rewritten, checked = self._rewrite(sql, scan.literals)
         if rewritten != sql:
             self._literals(rewritten)  # the rewrite only swapped literals; make sure of it
-        return rewritten
+        return rewritten, checked and not scan.opaque
 
-    def _literals(self, sql: str) -> dict[int | None, list[tuple[str, str]]]:
+    def _literals(self, sql: str) -> _Scan:
         """:meth:`_scan` of a query that passed the statement checks, remembered by its text (which
         alone decides it; a refusal is not remembered)."""
         found = self._scans.get(sql)
@@ -382,16 +405,19 @@ class DuckDB:
             raise PermissionError(f"this query cannot be checked, so it is refused: {tree.get('error_message')}")
         return tree
 
-    def _scan(self, tree: dict) -> dict[int | None, list[tuple[str, str]]]:
+    def _scan(self, tree: dict) -> _Scan:
         """Refuse disallowed functions and tables; the places that may hold paths:
-        ``{byte offset in the SQL, or None where the parser kept none: [(text, "file" | "table")]}``."""
+        ``{byte offset in the SQL, or None where the parser kept none: [(text, "file" | "table")]}``,
+        and whether a file function's path is anything but string literals (computed, or named)."""
         literals: dict[int | None, list[tuple[str, str]]] = {}
+        opaque = False
 
         def note(offset: Any, text: str, role: str) -> None:
             valid = isinstance(offset, int) and 0 <= offset < 1 << 63  # the parser's "no location" is 2**64-1
             literals.setdefault(offset if valid else None, []).append((text, role))
 
         def visit(node: Any) -> None:
+            nonlocal opaque
             if isinstance(node, list):
                 for item in node:
                     visit(item)
@@ -410,7 +436,9 @@ class DuckDB:
                         raise PermissionError(f"{name}() does not take {parameter} in query_data"
                                               + (f" (it takes {', '.join(sorted(allowed))})" if allowed else ""))
                 if name in _FILE_FUNCTIONS:
-                    for literal in _path_literals(function.get("arguments") or []):
+                    paths, whole = _path_literals(function.get("arguments") or [])
+                    opaque = opaque or not whole
+                    for literal in paths:
                         note(literal["query_location"], literal["literal"]["text"], "file")
                 visit({k: v for k, v in function.items() if k != "function_name"})
                 visit({k: v for k, v in node.items() if k != "function"})
@@ -427,10 +455,12 @@ class DuckDB:
                 visit(value)
 
         visit(tree.get("statements"))
-        return literals
+        return _Scan(literals, opaque)
 
-    def _rewrite(self, sql: str, literals: dict[int | None, list[tuple[str, str]]]) -> str:
-        """``sql`` with each path literal relative to the root made absolute (or an Excel view)."""
+    def _rewrite(self, sql: str, literals: dict[int | None, list[tuple[str, str]]]) -> tuple[str, bool]:
+        """``sql`` with each path literal relative to the root made absolute (or an Excel view); and
+        whether every one of them was judged by :meth:`_replacement` as one regular file and no
+        credential file, which DuckDB then opens by that very path (so the file log has nothing to add)."""
         import duckdb as _duckdb
 
         data = sql.encode("utf-8")
@@ -442,6 +472,7 @@ class DuckDB:
                 for text, role in unplaced:
                     if quoted is not None and quoted[1] == text:
                         places.setdefault(offset, (text, role))
+        judged = set()
         for offset in sorted(places, reverse=True):
             path, role = places[offset]
             quoted = _quoted_at(data, offset)
@@ -449,42 +480,50 @@ class DuckDB:
                 continue  # not written as a quoted literal here (an identifier, a CTE): leave it
             if role == "table" and not any(c in path for c in "./*"):
                 continue
-            replacement = self._replacement(path)
+            replacement, checked = self._replacement(path)
             if replacement is not None:
                 data = data[:offset] + replacement.encode("utf-8") + data[quoted[0]:]
-        return data.decode("utf-8")
+            if checked:
+                judged.add(offset)
+        judged_texts = {places[offset][0] for offset in judged}
+        every = judged == set(places) and all(text in judged_texts for text, _ in literals.get(None, ()))
+        return data.decode("utf-8"), every
 
-    def _replacement(self, path: str) -> str | None:
-        """What a path literal becomes: the absolute path inside the root, an Excel view, or None (as is)."""
+    def _replacement(self, path: str) -> tuple[str | None, bool]:
+        """What a path literal becomes: the absolute path inside the root, an Excel view, or None (as
+        is); and whether it was judged here: no glob, and one regular file that is no credential file."""
         if self._root_path is None or "://" in path or path.startswith("~"):
-            return None
+            return None, False
         full = os.path.normpath(os.path.join(self._root_path, path))
-        if not _has_glob(path):
-            real = os.path.realpath(full)
-            if is_credential_path(real):
-                raise PermissionError(f"{path} is a credential file; credential files are never read")
-            if real.lower().endswith(_EXCEL):
-                return '"' + self._excel_view(path).replace('"', '""') + '"'
-        return "'" + full.replace("'", "''") + "'"
+        if _has_glob(path):
+            return _sql_string(full), False
+        real = os.path.realpath(full)
+        if is_credential_path(real):
+            raise PermissionError(f"{path} is a credential file; credential files are never read")
+        if real.lower().endswith(_EXCEL):
+            return '"' + self._excel_view(path).replace('"', '""') + '"', True  # read here, by the confined root
+        return _sql_string(full), os.path.isfile(real)
 
-    def _source(self, path: str) -> str:
-        """describe_data's FROM clause for a table name, a file or a glob."""
+    def _source(self, path: str) -> tuple[str, bool]:
+        """describe_data's FROM clause for a table name, a file or a glob, and whether the file it
+        reads was judged here (see :meth:`_replacement`)."""
         if path in self._table_names:
-            return '"' + path.replace('"', '""') + '"'
+            return '"' + path.replace('"', '""') + '"', True
         if self._root_path is None:
             raise FileNotFoundError(f"No table called {path}; the tables are: {', '.join(self._table_names)}")
         name = path.lower()
         for suffix in _COMPRESSED:
             name = name.removesuffix(suffix)
-        if name.endswith(_EXCEL):
-            if _has_glob(path):
-                raise ValueError("describe_data reads one Excel file at a time; give its path without a glob")
-            return self._replacement(path) or _sql_string(path)
+        excel = name.endswith(_EXCEL)
+        if excel and _has_glob(path):
+            raise ValueError("describe_data reads one Excel file at a time; give its path without a glob")
         reader = next((r for s, r in _READERS.items() if name.endswith(s)), None)
-        if reader is None:
+        if reader is None and not excel:
             raise ValueError(f"describe_data reads CSV, TSV, Parquet, JSON, NDJSON and Excel files; "
                              f"{path} is none of these")
-        return f"{reader}({self._replacement(path) or _sql_string(path)})"
+        replacement, checked = self._replacement(path)
+        source = replacement or _sql_string(path)
+        return (source if excel else f"{reader}({source})"), checked
 
     def _excel_view(self, path: str) -> str:
         """A view over the first sheet of an Excel file, read through the confined root."""
@@ -505,36 +544,49 @@ class DuckDB:
             raise RuntimeError("reading Excel files needs openpyxl: pip install openpyxl") from None
         name = f"excel:{path}"
         with self._lock:
-            self._con.register(name, frame)
+            _view(self._con, name, frame)
         self._excel_views[path] = (stamp, name)
         return name
 
     # --- running ------------------------------------------------------------------------------
 
-    def _run(self, sql: str):
-        """``(frame, [(column, type)], total_rows)``; refused when the query opened a credential file."""
+    def _run(self, sql: str, checked: bool = False):
+        """``(frame, [(column, type)], total_rows)``; refused when the query opened a credential file.
+        ``checked``: every file the query can open was judged before it ran (see :meth:`_rewrite`), so
+        the file log has nothing to add and is not read (reading it costs a small query a quarter of
+        its time); it is cleared now and then, and before a query whose files it must judge."""
         import duckdb as _duckdb
 
         token = object()
         failure: Exception | None = None
         with self._lock:
+            if self._unread and not checked:
+                self._clear_log()  # what those queries opened was judged already
+            # Each query runs on a connection of its own, closed after it, so nothing it made (a
+            # rejects table, a temporary object or variable, whatever a future option creates) is there
+            # for the next one; a plain query cannot write to the catalog they share. (An explicit
+            # transaction rolled back costs a small query 7% more and would add nothing to that.)
+            con = self._con.cursor()
             with self._state:
-                self._running = token
+                self._running = (token, con)
             _WATCHDOG.arm(token, self.timeout, self._interrupt)
-            # Each query runs in a transaction that is rolled back, so nothing it made (a rejects
-            # table, a type, whatever a future option creates) is there for the next one.
-            self._con.begin()
             try:
-                self._check_plan(sql)
-                frame, types, total = self._answer(sql)
+                self._check_plan(con, sql)
+                frame, types, total = self._answer(con, sql)
             except Exception as exc:  # judged below, once the file log has been read
                 failure = exc
             finally:
                 _WATCHDOG.disarm(token)
                 with self._state:
                     self._running = None
-                self._con.rollback()
-                opened = self._opened()
+                con.close()
+                if checked:
+                    self._unread += 1
+                    if self._unread >= _UNREAD_QUERIES:
+                        self._clear_log()
+                    opened = set()
+                else:
+                    opened = self._opened()
         secret = sorted(p for p in opened if is_credential_path(os.path.realpath(p)))
         if secret:
             shown = ", ".join(self._shown(p) for p in secret)
@@ -557,13 +609,13 @@ class DuckDB:
             raise ValueError(_message(failure)) from None
         return frame, types, total
 
-    def _check_plan(self, sql: str) -> None:
+    def _check_plan(self, con, sql: str) -> None:
         """Refuse a query whose bound plan scans anything but the allowed table functions and the
         registered frames: a view (``pg_catalog.pg_settings``, ``information_schema.*``,
         ``duckdb_logs``) is expanded there into the functions it reads, whatever its name."""
         if sql in self._plans_passed:
             return
-        pending = json.loads(self._con.execute("EXPLAIN (FORMAT json) " + sql).fetchall()[0][1])
+        pending = json.loads(con.execute("EXPLAIN (FORMAT json) " + sql).fetchall()[0][1])
         while pending:
             node = pending.pop()
             if isinstance(node, list):
@@ -576,50 +628,84 @@ class DuckDB:
             pending.extend(node.get("children") or [])
         _remember(self._plans_passed, sql, None)
 
-    def _answer(self, sql: str):
-        """Run ``sql``: ``(frame, [(column, type)], total_rows)``. A HUGEINT, UHUGEINT or wide DECIMAL
-        column is fetched as ``struct_pack(v := column)`` too, which pandas gets as Python ints and
-        Decimals, not as floats that lose digits. Which columns those are is remembered per SQL text
-        and checked against the types of the result itself, so only a query not seen before (or whose
-        files changed their columns) is described before it runs."""
+    def _answer(self, con, sql: str):
+        """Run ``sql``: ``(frame, [(column, type)], total_rows)``, integers wider than 64 bits and
+        decimals of more than 15 digits exact. A HUGEINT column (what ``sum()`` of integers gives)
+        comes as the doubles pandas gets, which hold it exactly while every value is below 2**53;
+        otherwise, and for a wide DECIMAL, the columns are fetched as ``struct_pack(v := column)``
+        too, which pandas gets as Python ints and Decimals. Which way a query takes is remembered per
+        SQL text and checked against the types of its result, so only a query not seen before (or
+        whose files changed their columns) is described before it runs."""
         import duckdb as _duckdb
 
-        known = self._shapes.get(sql)
-        if known is not None:
+        for _ in range(2):
+            exact = self._shapes.get(sql)
+            if exact is None:
+                described = con.execute("DESCRIBE " + _subquery(sql)).fetchall()
+                kinds = [(str(name), str(kind)) for name, kind, *_ in described]
+                if any(kind == "UHUGEINT" for _, kind in kinds):
+                    return self._replaced(con, sql, kinds)
+                wide = tuple(i for i, (_, kind) in enumerate(kinds) if _wide(kind))
+                exact = wide if any(kinds[i][1] != "HUGEINT" for i in wide) else ()
             try:
-                self._con.execute(_with_exact(sql, known) if known else sql)
+                answer = self._exactly(con, sql, exact) if exact else self._through_doubles(con, sql)
             except _duckdb.BinderException:
-                if not known:
+                if sql not in self._shapes:
                     raise
-                # the columns moved: described below (where a real error is raised again), in a
-                # transaction of its own, as the error ended this one
-                self._con.rollback()
-                self._con.begin()
-                known = None
-            else:
-                shape = _shape(self._con.description, known)
-                if shape is None:
-                    self._con.abort()
-                    known = None
-        if known is None:
-            described = self._con.execute("DESCRIBE " + _subquery(sql)).fetchall()
-            exact = {i: (str(name), str(kind)) for i, (name, kind, *_) in enumerate(described) if _wide(str(kind))}
-            if any(kind == "UHUGEINT" for _, kind in exact.values()):
-                # Pandas cannot hold one even as a float, so it is replaced by name (as just described),
-                # and not remembered: a later run could not tell a column renamed since.
-                self._con.execute(_with_exact(sql, tuple(exact), names=[name for name, _ in exact.values()]))
-                shape = _shape(self._con.description, tuple(exact), replaced=True)
-            else:
-                known = tuple(exact)
-                self._con.execute(_with_exact(sql, known) if known else sql)
-                shape = _shape(self._con.description, known)
-            if shape is None:
-                self._con.abort()
-                raise ValueError("the files the query reads changed their columns while it ran; run it again")
-            if not shape[2]:
-                _remember(self._shapes, sql, known)
+                answer = None  # the remembered columns moved: described again (a real error is raised there)
+            if answer is not None:
+                frame, types, total, exact = answer
+                _remember(self._shapes, sql, exact)
+                return frame, types, total
+            self._shapes.pop(sql, None)
+        raise ValueError("the files the query reads changed their columns while it ran; run it again")
+
+    def _through_doubles(self, con, sql: str):
+        """``sql`` run as it is, its HUGEINT columns made int64 from pandas' doubles; read again by
+        :meth:`_exactly` when a value reaches 2**53. None when it has other wide columns (its files
+        changed since it was described)."""
+        con.execute(sql)
+        types = [(str(name), str(kind)) for name, kind, *_ in con.description]
+        wide = tuple(i for i, (_, kind) in enumerate(types) if _wide(kind))
+        if any(types[i][1] != "HUGEINT" for i in wide):
+            con.abort()
+            return None
+        frame, total = self._fetch(con, sql)
+        columns = [_from_doubles(_column(frame, i)) for i in wide]
+        if any(column is None for column in columns):
+            return self._exactly(con, sql, wide)
+        for i, column in zip(wide, columns):
+            frame.isetitem(i, column)
+        return frame, types, total, ()
+
+    def _exactly(self, con, sql: str, exact: tuple[int, ...]):
+        """``sql`` run as :func:`_with_exact`: ``(frame, types, total, exact)``, or None when its wide
+        columns are not those at ``exact``."""
+        wrapped = _with_exact(sql, exact)
+        con.execute(wrapped)
+        shape = _shape(con.description, exact)
+        if shape is None:
+            con.abort()
+            return None
+        return *self._fetched(con, wrapped, shape), exact
+
+    def _replaced(self, con, sql: str, kinds: list[tuple[str, str]]):
+        """``sql`` with a UHUGEINT column, which pandas cannot hold even as a double: every wide column
+        replaced by name (as just described) by its ``struct_pack``. Not remembered, as a later run
+        could not tell a column renamed since."""
+        exact = tuple(i for i, (_, kind) in enumerate(kinds) if _wide(kind))
+        wrapped = _with_exact(sql, exact, names=[kinds[i][0] for i in exact])
+        con.execute(wrapped)
+        shape = _shape(con.description, exact, replaced=True)
+        if shape is None:
+            con.abort()
+            raise ValueError("the files the query reads changed their columns while it ran; run it again")
+        return self._fetched(con, wrapped, shape)
+
+    def _fetched(self, con, sql: str, shape):
+        """The result of ``sql`` (a query run as :func:`_with_exact`), fetched, its wide columns made exact."""
         types, exact_kinds, replaced = shape
-        frame, total = _fetch(self._con)
+        frame, total = self._fetch(con, sql)
         width = len(types)
         for j, (i, kind) in enumerate(exact_kinds.items()):
             frame.isetitem(i, _exact(frame.iloc[:, i if replaced else width + j], kind))
@@ -627,12 +713,18 @@ class DuckDB:
             frame = frame.iloc[:, :width]
         return frame, types, total
 
+    def _fetch(self, con, sql: str) -> tuple[Any, int]:
+        """:func:`_fetch` of the result of ``sql``, sized by how large its last result was."""
+        frame, total, row_bytes = _fetch(con, self._sizes.get(sql))
+        _remember(self._sizes, sql, (total, row_bytes))
+        return frame, total
+
     def _opened(self) -> set[str]:
         """The files DuckDB opened since the log was last cleared; clears it."""
         entries = self._con.execute("SELECT type, message FROM duckdb_logs()").fetchall()
         if not entries:
             return set()
-        self._con.execute("CALL truncate_duckdb_logs()")
+        self._clear_log()
         # the messages as they are (each READ is one), parsed here: DISTINCT and JSON in SQL cost more
         paths = set()
         for kind, message in entries:
@@ -644,10 +736,14 @@ class DuckDB:
                 paths.add(path)
         return paths
 
+    def _clear_log(self) -> None:
+        self._con.execute("CALL truncate_duckdb_logs()")
+        self._unread = 0
+
     def _interrupt(self, token: object | None) -> None:
         with self._state:
-            if token is not None and self._running is token:
-                self._con.interrupt()
+            if token is not None and self._running is not None and self._running[0] is token:
+                self._running[1].interrupt()
 
     def _permission_message(self, exc: Exception) -> str:
         text = _message(exc)
@@ -676,17 +772,19 @@ class DuckDB:
         import pandas as pd
 
         kinds = [kind for _, kind in types]
-        shows = [_show_date if kind == "DATE" else _show for kind in kinds]
-        values = frame.iloc[:self.max_rows].to_numpy(dtype=object)  # as a whole: a pandas call per cell costs
+        # str, but a DATE (a midnight timestamp in pandas) as its date and bytes as their repr
+        shows = [_show_date if kind == "DATE" else _show if kind == "BLOB" else str for kind in kinds]
+        head = frame if len(frame) <= self.max_rows else frame.iloc[:self.max_rows]
+        values = head.to_numpy(dtype=object)  # as a whole: a pandas call per cell costs
         missing = pd.isna(values).tolist()  # False for a list, dict or array, whatever it holds
         rows = [["NULL" if gone else show(value) for value, gone, show in zip(row, gaps, shows)]
                 for row, gaps in zip(values.tolist(), missing)]
-        names, *rows = _redacted([[str(name) for name, _ in types], *rows])
-        header = " | ".join(f"{_cell(name)} ({kind})" for name, kind in zip(names, kinds))
+        names, *rows = _cells([[str(name) for name, _ in types], *rows])
+        header = " | ".join(f"{name} ({kind})" for name, kind in zip(names, kinds))
         lines = [header]
         budget = self.max_chars - len(header) - 200  # room for the footer
         for row in rows:
-            line = " | ".join(map(_cell, row))
+            line = " | ".join(row)
             if budget - len(line) - 1 < 0:
                 break
             budget -= len(line) + 1
@@ -703,18 +801,23 @@ class DuckDB:
         return "\n".join(lines)
 
 
-def _fetch(result) -> tuple[Any, int]:
-    """``(frame, total rows)``: the result's first rows, at most :data:`MAX_DATA_ROWS` rows and
-    :data:`MAX_DATA_BYTES` bytes, with every row counted. A fetch is sized to about
-    ``_CHUNK_BYTES`` (and at most ``_CHUNK_VECTORS`` full vectors' rows) from the width and the
-    rows per vector of the fetches before it (one DuckDB vector at least), so long values cannot
-    make one fetch, or the kept frame, large."""
+def _fetch(result, hint: tuple[int, float] | None = None) -> tuple[Any, int, float]:
+    """``(frame, total rows, widest bytes per row)``: the result's first rows, at most
+    :data:`MAX_DATA_ROWS` rows and :data:`MAX_DATA_BYTES` bytes, with every row counted. A fetch is
+    sized to about ``_CHUNK_BYTES`` (and at most ``_CHUNK_VECTORS`` full vectors' rows) from the
+    width and the rows per vector of the fetches before it (one DuckDB vector at least), so long
+    values cannot make one fetch, or the kept frame, large. ``hint`` is ``(total rows, bytes per
+    row)`` of the same query's last result: the first fetch then asks for one vector more than it
+    had rows (as many as full vectors that wide fit in :data:`MAX_DATA_BYTES`), so a result like
+    the last one comes in one fetch that shows its end, rather than in two or more."""
     import pandas as pd
 
-    kept, kept_rows, kept_bytes, total, vectors = [], 0, 0, 0, 1
+    kept, kept_rows, kept_bytes, total, widest = [], 0, 0, 0, 0.0
+    vectors = 1 if hint is None else _vectors_within(hint[0] + 1, hint[1])
+    measured = _measured(result.description)
     while True:
         chunk = result.fetch_df_chunk(vectors)
-        size = _bytes(chunk) if len(chunk) else 0
+        size = _bytes(chunk, measured) if len(chunk) else 0
         fit = min(len(chunk), MAX_DATA_ROWS - kept_rows)
         if size and kept_bytes + size * fit // len(chunk) > MAX_DATA_BYTES:
             fit = min(fit, (MAX_DATA_BYTES - kept_bytes) * len(chunk) // size)
@@ -730,16 +833,48 @@ def _fetch(result) -> tuple[Any, int]:
         # 2048), and thousands of small fetches cost more than the query. Bounded so that a fetch stays
         # under MAX_DATA_BYTES even if every vector came back full.
         row_bytes = max(size, 1) / len(chunk)
+        widest = max(widest, row_bytes)
         wanted = min(_CHUNK_VECTORS * 2048, _CHUNK_BYTES / row_bytes) / (len(chunk) / vectors)
-        vectors = max(1, int(min(wanted, MAX_DATA_BYTES / (row_bytes * 2048))))
+        vectors = _vectors_within(wanted, row_bytes)
+    if len(chunk):
+        widest = max(widest, size / len(chunk))
     frame = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0]
-    return frame, total
+    return frame, total, widest
 
 
-def _bytes(frame) -> int:
-    """The memory a frame's columns hold, their values' own included (text, lists, Decimals); a
-    sum over the columns costs less than ``DataFrame.memory_usage``."""
-    return sum(int(column.memory_usage(index=False, deep=True)) for _, column in frame.items())
+def _vectors_within(wanted: float, row_bytes: float) -> int:
+    """``wanted`` vectors, at least one, and no more than full vectors of rows ``row_bytes`` wide
+    that fit in :data:`MAX_DATA_BYTES`."""
+    return max(1, int(min(wanted, MAX_DATA_BYTES / (max(row_bytes, 1) * 2048))))
+
+
+def _view(con, name: str, frame) -> None:
+    """``frame`` as the view ``name`` in the main catalog, where each query's own connection sees
+    it (``register`` would make it a temporary view of ``con`` alone)."""
+    if type(frame).__module__.split(".")[0] == "pandas":
+        con.from_df(frame).create_view(name, replace=True)
+    else:  # pyarrow, or polars through its Arrow table
+        con.from_arrow(frame.to_arrow() if hasattr(frame, "to_arrow") else frame).create_view(name, replace=True)
+
+
+def _bytes(frame, measured: list[int]) -> int:
+    """The memory a frame's columns hold, their values' own included (text, lists, Decimals): the
+    columns at ``measured`` measured, the others (numbers and times, see :func:`_measured`) eight
+    bytes a value, since a pandas call per column costs a small query more than its fetch."""
+    sizes = (int(_column(frame, i).memory_usage(index=False, deep=True)) for i in measured)
+    return sum(sizes, 8 * len(frame) * (frame.shape[1] - len(measured)))
+
+
+def _column(frame, i: int):
+    """The frame's column at ``i``: by name where names are unique, which costs half of ``iloc``."""
+    return frame[frame.columns[i]] if frame.columns.is_unique else frame.iloc[:, i]
+
+
+def _measured(description: list) -> list[int]:
+    """The columns of a result whose size in pandas depends on their values: all but those pandas
+    holds in numpy arrays of at most eight bytes a value."""
+    return [i for i, (_, kind, *_) in enumerate(description)
+            if not (str(kind) in _FIXED_WIDTH or str(kind).startswith(("DECIMAL(", "TIMESTAMP")))]
 
 
 def _remember(cache: dict, key: str, value: Any, *, size: int = 256) -> None:
@@ -818,6 +953,21 @@ def _exact(column, kind: str):
     return pd.Series(values, index=column.index, dtype=object)
 
 
+def _from_doubles(column):
+    """A HUGEINT column as pandas holds it (doubles, NaN for NULL) as an int64 array, Int64 with
+    NULLs; None when a value is 2**53 or more in magnitude, where the double may have lost digits."""
+    import numpy as np
+    import pandas as pd
+
+    values = column.to_numpy(dtype="float64")
+    if (np.abs(values) < _EXACT_FLOAT).all():  # NaN is not: NULLs are looked for only when needed
+        return values.astype("int64")
+    missing = np.isnan(values)
+    if not (np.abs(values[~missing]) < _EXACT_FLOAT).all():
+        return None
+    return pd.arrays.IntegerArray(np.where(missing, 0, values).astype("int64"), missing)
+
+
 def _named_parameters(arguments: list) -> list[str]:
     """The names of a table function's named arguments, as DuckDB's binder finds them: ``name :=
     value`` (or ``=>``), and ``name = value`` with an unqualified column name on the left."""
@@ -834,17 +984,19 @@ def _named_parameters(arguments: list) -> list[str]:
     return names
 
 
-def _path_literals(arguments: list) -> list[dict]:
-    """The string constants of a file function's first positional argument (a path or a list)."""
+def _path_literals(arguments: list) -> tuple[list[dict], bool]:
+    """The string constants of a file function's first positional argument (a path or a list of
+    them), and whether they are all of it (not computed, named, a subquery, or missing)."""
     if not arguments or arguments[0].get("name"):
-        return []
+        return [], False
     expression = arguments[0].get("expression") or {}
     if expression.get("class") == "FUNCTION" and expression.get("function_name") == "list_value":
         candidates = [a.get("expression") or {} for a in expression.get("arguments") or []]
     else:
         candidates = [expression]
-    return [c for c in candidates if c.get("class") == "CONSTANT"
-            and (c.get("literal") or {}).get("kind") == "STRING" and isinstance(c.get("query_location"), int)]
+    literals = [c for c in candidates if c.get("class") == "CONSTANT"
+                and (c.get("literal") or {}).get("kind") == "STRING" and isinstance(c.get("query_location"), int)]
+    return literals, len(literals) == len(candidates)
 
 
 def _quoted_at(data: bytes, offset: int) -> tuple[int, str] | None:
@@ -905,21 +1057,23 @@ def _show_date(value: Any) -> str:
     return str(value.date() if hasattr(value, "date") else value)
 
 
-def _redacted(rows: list[list[str]]) -> list[list[str]]:
-    """``rows`` with every text that :func:`_cell` would cut or escape redacted first: once
-    cut or escaped, a secret's rest is no longer recognisable as it. One redaction for them all
-    (a NUL between them, which no secret spans)."""
+def _cells(rows: list[list[str]]) -> list[list[str]]:
+    """``rows`` as the text table's cells: every text that :func:`_cell` would cut or escape
+    redacted first (once cut or escaped, a secret's rest is no longer recognisable as it), then
+    cut or escaped; the others as they are. One redaction for them all (a NUL between them, which
+    no secret spans)."""
+    texts = [text for row in rows for text in row]
+    if max(map(len, texts), default=0) <= _CELL_CHARS and not _ESCAPED.search("".join(texts)):
+        return rows  # most tables: found in one pass rather than a search per cell
     places = [(r, c) for r, row in enumerate(rows) for c, text in enumerate(row)
               if len(text) > _CELL_CHARS or _ESCAPED.search(text)]
-    if not places:
-        return rows
     texts = [rows[r][c] for r, c in places]
     joined = redact("\0".join(texts))[0].split("\0")
     if len(joined) != len(texts):  # a value held a NUL itself: one at a time
         joined = [redact(text)[0] for text in texts]
     rows = [list(row) for row in rows]
     for (r, c), text in zip(places, joined):
-        rows[r][c] = text
+        rows[r][c] = _cell(text)
     return rows
 
 

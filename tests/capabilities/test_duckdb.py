@@ -114,6 +114,74 @@ def test_a_query_asked_again_is_checked_again_and_reads_the_files_again(tree, gu
     data.unlink()
 
 
+def test_a_literal_path_is_judged_each_time_it_is_asked(tree, guarded):
+    """A query naming only literal paths of plain files is judged before it runs, not through the
+    file log; the judgement is made anew each time: the same text refused once the name became a
+    symlink to a credential file, and answered again once it is a plain file."""
+    swapped = tree / "root" / "swap.csv"
+    swapped.write_text("n\n1\n")
+    try:
+        for round_ in range(3):
+            assert guarded.query("SELECT n FROM 'swap.csv'").data["n"].tolist() == [1]
+            swapped.unlink()
+            swapped.symlink_to(tree / "root" / "conf" / ".env")
+            with pytest.raises(PermissionError, match="swap.csv is a credential file") as refused:
+                guarded.query("SELECT n FROM 'swap.csv'")
+            assert SECRET not in str(refused.value)
+            swapped.unlink()
+            swapped.write_text("n\n1\n")
+    finally:
+        swapped.unlink()
+
+
+def test_the_file_log_stays_small_over_many_judged_queries_and_still_judges_a_glob(tree, guarded):
+    log = "SELECT count(*) FROM duckdb_logs()"
+    sizes = []
+    for _ in range(150):
+        assert guarded.query("SELECT sum(a) AS s FROM 'data.csv'").data["s"].tolist() == [3]
+        sizes.append(guarded._con.execute(log).fetchone()[0])
+    assert max(sizes) < 64 * 8 and sizes[-1] < max(sizes), "cleared now and then, not kept for ever"
+    with pytest.raises(PermissionError, match=r"opened a credential file \(conf/\.env\)"):
+        guarded.query("SELECT filename, content FROM read_text('conf/*')")
+    out = guarded.query("SELECT content FROM read_text('conf/*.csv')")  # what the judged queries opened is no charge
+    assert out.data["content"].tolist() == ["line\nok\n"]
+
+
+def test_a_query_whose_result_grew_or_shrank_since_it_last_ran_comes_whole(tmp_path):
+    """The fetch is sized by the query's last result; a file rewritten since is read whole anyway."""
+    import duckdb as raw
+
+    db = caps.duckdb(tmp_path)
+    for rows, step in [(10, 1), (300_000, 1), (0, 1), (5, 1), (2_000_000, 997), (250_000, 1), (3, 1)]:
+        with raw.connect() as con:
+            con.execute(f"COPY (SELECT range AS n, repeat('x', (range % 7)::INTEGER) AS s FROM range({rows}) "
+                        f"WHERE range % {step} = 0) TO '{tmp_path / 'g.parquet'}' (FORMAT parquet)")
+        for _ in range(2):
+            out = db.query("SELECT n, s FROM 'g.parquet'")
+            expected = list(range(0, rows, step))
+            assert sorted(out.data["n"].tolist()) == expected and out.data.attrs["total_rows"] == len(expected)
+            assert not out.data.attrs["truncated"]
+
+
+@pytest.mark.parametrize("values", [
+    [2 ** 53 - 1], [2 ** 53], [2 ** 53 + 1], [-(2 ** 53 - 1)], [-(2 ** 53)], [-(2 ** 53) - 1],
+    [2 ** 62, 2 ** 62], [-(2 ** 62), -(2 ** 62), -5], [0], [-1], [1, -3], [None],
+], ids=lambda v: "_".join(map(str, v)))
+def test_a_sum_is_exact_on_either_side_of_two_to_the_53(values):
+    """sum() of BIGINTs is a HUGEINT: read through doubles while that is exact, else exactly."""
+    frame = pd.DataFrame({"g": ["a"] * len(values) + ["b"], "x": pd.array(values + [7], dtype="Int64")})
+    db = caps.duckdb(tables={"t": frame})
+    want = None if values == [None] else sum(values)
+    for _ in range(2):  # the second run takes the way remembered from the first
+        out = db.query("SELECT sum(x) FILTER (WHERE g = 'a') AS s, sum(x) FILTER (WHERE g = 'b') AS b FROM t")
+        got = out.data["s"].tolist()[0]
+        assert (got is pd.NA) if want is None else (got == want and isinstance(got, int)), got
+        assert out.text.splitlines()[1].split(" | ")[0] == ("NULL" if want is None else str(want))
+        kind = out.data["s"].dtype
+        assert kind == ("Int64" if want is None else "int64" if -(2 ** 63) <= want < 2 ** 63 else object)
+        assert out.data["b"].tolist() == [7]
+
+
 def test_a_sparse_filter_keeps_every_row_in_order(analyst):
     """A filter's vectors hold a few rows each; fetched by rows, none is lost or repeated."""
     out = analyst.query("SELECT range AS n FROM range(3000000) WHERE range % 997 = 5 ORDER BY n")
