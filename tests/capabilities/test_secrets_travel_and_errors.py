@@ -140,7 +140,7 @@ def _assert_clean(text: str) -> None:
 def test_a_server_that_fails_to_start_says_nothing_of_its_env(name):
     code, says = FAILING[name]
     # long enough for the child to print its env (the secret the error must not repeat), no longer
-    cap = caps.mcp(command=[sys.executable, "-c", code], env=ENV, start_timeout=3, id="failing")
+    cap = caps.mcp(command=[sys.executable, "-c", code], env=ENV, start_timeout=1.2, id="failing")
     try:
         with pytest.raises(McpError, match=says) as caught:
             asyncio.run(cap.start())
