@@ -671,7 +671,7 @@ class DuckDB:
             con.abort()
             return None
         frame, total = self._fetch(con, sql)
-        columns = [_from_doubles(_column(frame, i)) for i in wide]
+        columns = [_from_doubles(frame.iloc[:, i]) for i in wide]
         if any(column is None for column in columns):
             return self._exactly(con, sql, wide)
         for i, column in zip(wide, columns):
@@ -861,13 +861,8 @@ def _bytes(frame, measured: list[int]) -> int:
     """The memory a frame's columns hold, their values' own included (text, lists, Decimals): the
     columns at ``measured`` measured, the others (numbers and times, see :func:`_measured`) eight
     bytes a value, since a pandas call per column costs a small query more than its fetch."""
-    sizes = (int(_column(frame, i).memory_usage(index=False, deep=True)) for i in measured)
+    sizes = (int(frame.iloc[:, i].memory_usage(index=False, deep=True)) for i in measured)
     return sum(sizes, 8 * len(frame) * (frame.shape[1] - len(measured)))
-
-
-def _column(frame, i: int):
-    """The frame's column at ``i``."""
-    return frame.iloc[:, i]
 
 
 def _measured(description: list) -> list[int]:
