@@ -48,6 +48,9 @@ REQUEST_TIMEOUT_S = 10.0
 # After a "no frontend" answer connect() says None at once for this long: a probe costs its whole
 # timeout, and a kernel run by nbclient or VS Code does not grow a JupyterLab page.
 NO_FRONTEND_RECHECK_S = 60.0
+# A hello unanswered this long is asked again on a new comm, within connect()'s timeout: a page
+# handling its kernel's restart or its own reload can drop a comm opened at that moment.
+HELLO_ATTEMPT_S = 2.0
 
 
 class FrontendError(UserError):
@@ -238,7 +241,8 @@ async def connect(*, timeout: float = 2.0, refresh: bool = False) -> Frontend | 
     """The extension of the notebook this kernel serves, or None when there is none (VS Code,
     Colab, nbclient or papermill, the classic notebook, a terminal, no kernel at all).
 
-    The first call opens a comm and waits at most ``timeout`` seconds for the page's hello. The
+    The first call opens a comm and waits at most ``timeout`` seconds for the page's hello (asked
+    again on a new comm every :data:`HELLO_ATTEMPT_S` seconds). The
     answer is kept for the kernel's life (a "none" for a minute); ``refresh=True`` asks again.
     Calls made at once all get the first bridge that answered.
     """
@@ -252,14 +256,20 @@ async def connect(*, timeout: float = 2.0, refresh: bool = False) -> Frontend | 
         if _none_at is not None and _none_at[0] is kernel and time.monotonic() - _none_at[1] < NO_FRONTEND_RECHECK_S:
             return None
     frontend = Frontend(kernel)
-    frontend._open()
+    deadline = time.monotonic() + timeout
     ok = False
     try:
-        await frontend._hello(timeout)
-        ok = True
-    except FrontendError:
-        _none_at = (kernel, time.monotonic())
-        return None
+        while not ok:
+            frontend._open()
+            try:
+                await frontend._hello(max(min(HELLO_ATTEMPT_S, deadline - time.monotonic()), 0.001))
+                ok = True
+            except FrontendError:
+                unanswered = frontend._stale  # not refused: asked again while time is left
+                frontend.close()
+                if not unanswered or time.monotonic() >= deadline:
+                    _none_at = (kernel, time.monotonic())
+                    return None
     finally:
         if not ok:  # no answer, a refusal or a cancelled connect: leave no comm behind
             frontend.close()

@@ -143,6 +143,48 @@ def test_closing_our_own_comm_fails_its_waiting_requests_at_once():
     assert comm.closed and fe._pending == {} and fe._stale
 
 
+class _Kernel:
+    session = object()  # what connect() asks of a kernel before it opens a comm
+
+
+def _connect_with(monkeypatch, answers: list, timeout: float) -> tuple[Frontend | None, list[FakeComm]]:
+    """connect() in a stand-in kernel whose page answers the n-th comm opened with ``answers[n]``
+    (a function of the request, or None for silence); the comms it opened."""
+    opened: list[FakeComm] = []
+
+    def open_comm(fe: Frontend) -> None:
+        fe._comm = FakeComm(fe, answers[min(len(opened), len(answers) - 1)])
+        fe._stale = False
+        opened.append(fe._comm)
+
+    monkeypatch.setattr(frontend, "jupyter_kernel", lambda: _Kernel())
+    monkeypatch.setattr(Frontend, "_open", open_comm)
+    monkeypatch.setattr(frontend, "HELLO_ATTEMPT_S", 0.2)
+    monkeypatch.setattr(frontend, "_cached", None)
+    monkeypatch.setattr(frontend, "_none_at", None)
+    return asyncio.run(frontend.connect(timeout=timeout, refresh=True)), opened
+
+
+def test_a_hello_lost_in_a_restart_is_asked_again_on_a_new_comm(monkeypatch):
+    # A page busy with its kernel's restart can drop the first comm; the second is answered.
+    hello = lambda r: {"id": r["id"], "ok": True, "app": "JupyterLab", "path": "a.ipynb"}  # noqa: E731
+    fe, opened = _connect_with(monkeypatch, [None, None, hello], timeout=5)
+    assert fe is not None and (fe.app, fe.path) == ("JupyterLab", "a.ipynb")
+    assert len(opened) == 3 and opened[0].closed and opened[1].closed and not opened[2].closed
+
+
+def test_a_silent_page_costs_the_timeout_and_a_refusing_one_is_not_asked_again(monkeypatch):
+    import time
+
+    started = time.monotonic()
+    fe, opened = _connect_with(monkeypatch, [None], timeout=0.7)
+    took = time.monotonic() - started
+    assert fe is None and 0.65 <= took < 1.5 and len(opened) >= 3 and all(comm.closed for comm in opened)
+    refused = lambda r: {"id": r["id"], "ok": False, "error": "protocol 9 is not spoken here"}  # noqa: E731
+    fe, opened = _connect_with(monkeypatch, [refused], timeout=5)
+    assert fe is None and len(opened) == 1 and opened[0].closed
+
+
 def test_outside_a_kernel_there_is_no_frontend_and_no_cell():
     assert asyncio.run(frontend.connect()) is None
     assert frontend.current_cell_id() is None
