@@ -72,6 +72,9 @@ def sse(events: Iterable[Any], *, done: bool = True) -> list[bytes]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: with Nagle's algorithm the body waited for the
+    # client's delayed ACK of the headers, about 40 ms a reply.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):  # keep test output clean
         pass
