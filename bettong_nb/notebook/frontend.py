@@ -183,7 +183,7 @@ class Frontend:
         self.close()
         self._open()
         try:
-            await self._hello(min(self.timeout, 2.0))
+            await self._hello(min(self.timeout, HELLO_ATTEMPT_S))
         except FrontendError:
             self.close()
             self._stale = True
@@ -241,10 +241,10 @@ async def connect(*, timeout: float = 2.0, refresh: bool = False) -> Frontend | 
     """The extension of the notebook this kernel serves, or None when there is none (VS Code,
     Colab, nbclient or papermill, the classic notebook, a terminal, no kernel at all).
 
-    The first call opens a comm and waits at most ``timeout`` seconds for the page's hello (asked
-    again on a new comm every :data:`HELLO_ATTEMPT_S` seconds). The
-    answer is kept for the kernel's life (a "none" for a minute); ``refresh=True`` asks again.
-    Calls made at once all get the first bridge that answered.
+    The first call opens a comm and waits at most ``timeout`` seconds for the page's hello, asked
+    again on a new comm every :data:`HELLO_ATTEMPT_S` seconds. The answer is kept for the kernel's
+    life (a "none" for a minute); ``refresh=True`` asks again. Calls made at once all get the first
+    bridge that answered.
     """
     global _cached, _none_at
     kernel = jupyter_kernel()
