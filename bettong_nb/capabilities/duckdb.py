@@ -66,6 +66,7 @@ import io
 import json
 import os
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass, field, fields
@@ -82,6 +83,7 @@ MAX_DATA_ROWS = 1_000_000  # rows of a result kept as the person's DataFrame
 MAX_DATA_BYTES = 100_000_000  # and its size in memory: wide rows stop being kept sooner
 _SAMPLE_ROWS = 5  # rows describe_data shows
 _CELL_CHARS = 60  # longest cell shown in the text table
+_FEW_ROWS = 256  # a result this short is sized by its values as Python objects (see _bytes)
 _CHUNK_VECTORS = 16  # at most this many DuckDB vectors (2048 rows each) fetched at a time ...
 _CHUNK_BYTES = 8_000_000  # ... fewer when the rows are wide, so one fetch stays about this size
 _EXCEL_BYTES = 50_000_000
@@ -208,6 +210,15 @@ class _Scan(NamedTuple):
 
     literals: dict[int | None, list[tuple[str, str]]]
     opaque: bool  # a file function's path is not (only) string literals
+
+
+class _Answer(NamedTuple):
+    """A query's result as :meth:`DuckDB._run` gives it."""
+
+    frame: Any  # its first rows, at most MAX_DATA_ROWS and MAX_DATA_BYTES (all of them, mostly)
+    types: list[tuple[str, str]]  # its columns and their DuckDB types
+    total: int  # all of its rows, counted
+    cells: Any = None  # a short frame's values as an object array, taken once for its size and text table
 
 
 @dataclass(eq=False)
@@ -343,9 +354,10 @@ class DuckDB:
         """
         if not isinstance(sql, str) or not sql.strip():
             raise ValueError("sql must be one SQL query, as a non-blank string")
-        frame, types, total = self._run(*self._checked(sql))
+        answer = self._run(*self._checked(sql))
+        frame, total = answer.frame, answer.total
         truncated = total > len(frame)
-        text = self._table(frame, types, total)
+        text = self._table(answer)
         frame.attrs.update(sql=sql, total_rows=total, truncated=truncated)  # after: pandas copies attrs on each step
         if truncated:
             text += (f"\nThe result kept as a DataFrame holds only the first {len(frame):,} rows (the limit is "
@@ -357,13 +369,12 @@ class DuckDB:
         if not isinstance(path, str) or not path.strip():
             raise ValueError("path must be a file path relative to the data folder, a glob, or a table name")
         source, checked = self._source(path)
-        count, _, _ = self._run(f"SELECT count(*) FROM {source}", checked)
+        rows = int(self._run(f"SELECT count(*) FROM {source}", checked).frame.iloc[0, 0])
         # every query's column types come with its result
-        sample, types, _ = self._run(f"SELECT * FROM {source} LIMIT {_SAMPLE_ROWS}", checked)
-        rows = int(count.iloc[0, 0])
-        lines = [f"{path}: {rows:,} rows, {len(types)} columns"]
-        lines += [f"  {name}  {kind}" for name, kind in types]
-        head = self._table(sample, types, len(sample), footer=False) if len(sample) else "(no rows)"
+        sample = self._run(f"SELECT * FROM {source} LIMIT {_SAMPLE_ROWS}", checked)
+        lines = [f"{path}: {rows:,} rows, {len(sample.types)} columns"]
+        lines += [f"  {name}  {kind}" for name, kind in sample.types]
+        head = self._table(sample, footer=False) if sample.total else "(no rows)"
         return "\n".join(lines) + f"\nFirst rows:\n{head}"
 
     # --- checking a query ---------------------------------------------------------------------
@@ -550,8 +561,8 @@ class DuckDB:
 
     # --- running ------------------------------------------------------------------------------
 
-    def _run(self, sql: str, checked: bool = False):
-        """``(frame, [(column, type)], total_rows)``; refused when the query opened a credential file.
+    def _run(self, sql: str, checked: bool = False) -> _Answer:
+        """The query's :class:`_Answer`; refused when the query opened a credential file.
         ``checked``: every file the query can open was judged before it ran (see :meth:`_rewrite`), so
         the file log has nothing to add and is not read (reading it costs a small query a quarter of
         its time); it is cleared now and then, and before a query whose files it must judge."""
@@ -572,7 +583,7 @@ class DuckDB:
             _WATCHDOG.arm(token, self.timeout, self._interrupt)
             try:
                 self._check_plan(con, sql)
-                frame, types, total = self._answer(con, sql)
+                answer = self._answer(con, sql)
             except Exception as exc:  # judged below, once the file log has been read
                 failure = exc
             finally:
@@ -607,7 +618,7 @@ class DuckDB:
             raise PermissionError(self._permission_message(failure)) from None
         if failure is not None:
             raise ValueError(_message(failure)) from None
-        return frame, types, total
+        return answer
 
     def _check_plan(self, con, sql: str) -> None:
         """Refuse a query whose bound plan scans anything but the allowed table functions and the
@@ -628,8 +639,8 @@ class DuckDB:
             pending.extend(node.get("children") or [])
         _remember(self._plans_passed, sql, None)
 
-    def _answer(self, con, sql: str):
-        """Run ``sql``: ``(frame, [(column, type)], total_rows)``, integers wider than 64 bits and
+    def _answer(self, con, sql: str) -> _Answer:
+        """Run ``sql``: its :class:`_Answer`, integers wider than 64 bits and
         decimals of more than 15 digits exact. A HUGEINT column (what ``sum()`` of integers gives)
         comes as the doubles pandas gets, which hold it exactly while every value is below 2**53;
         otherwise, and for a wide DECIMAL, the columns are fetched as ``struct_pack(v := column)``
@@ -654,13 +665,12 @@ class DuckDB:
                     raise
                 answer = None  # the remembered columns moved: described again (a real error is raised there)
             if answer is not None:
-                frame, types, total, exact = answer
                 _remember(self._shapes, sql, exact)
-                return frame, types, total
+                return answer
             self._shapes.pop(sql, None)
         raise ValueError("the files the query reads changed their columns while it ran; run it again")
 
-    def _through_doubles(self, con, sql: str):
+    def _through_doubles(self, con, sql: str) -> _Answer | None:
         """``sql`` run as it is, its HUGEINT columns made int64 from pandas' doubles; read again by
         :meth:`_exactly` when a value reaches 2**53. None when it has other wide columns (its files
         changed since it was described)."""
@@ -670,26 +680,30 @@ class DuckDB:
         if any(types[i][1] != "HUGEINT" for i in wide):
             con.abort()
             return None
-        frame, total = self._fetch(con, sql)
-        columns = [_from_doubles(frame.iloc[:, i]) for i in wide]
+        frame, total, cells = self._fetch(con, sql)
+        # from the cells when taken: a pandas column access costs a small query more than this
+        columns = [_from_doubles(frame.iloc[:, i] if cells is None else cells[:, i]) for i in wide]
         if any(column is None for column in columns):
             return self._exactly(con, sql, wide)
+        if wide and cells is not None:
+            cells = cells.copy()  # pandas may hand out its own values, read-only
         for i, column in zip(wide, columns):
             frame.isetitem(i, column)
-        return frame, types, total, ()
+            if cells is not None:
+                cells[:, i] = column.astype(object)  # NULL as pd.NA, as the frame now shows it
+        return _Answer(frame, types, total, cells)
 
-    def _exactly(self, con, sql: str, exact: tuple[int, ...]):
-        """``sql`` run as :func:`_with_exact`: ``(frame, types, total, exact)``, or None when its wide
-        columns are not those at ``exact``."""
+    def _exactly(self, con, sql: str, exact: tuple[int, ...]) -> _Answer | None:
+        """``sql`` run as :func:`_with_exact`, or None when its wide columns are not those at ``exact``."""
         wrapped = _with_exact(sql, exact)
         con.execute(wrapped)
         shape = _shape(con.description, exact)
         if shape is None:
             con.abort()
             return None
-        return *self._fetched(con, wrapped, shape), exact
+        return self._fetched(con, wrapped, shape)
 
-    def _replaced(self, con, sql: str, kinds: list[tuple[str, str]]):
+    def _replaced(self, con, sql: str, kinds: list[tuple[str, str]]) -> _Answer:
         """``sql`` with a UHUGEINT column, which pandas cannot hold even as a double: every wide column
         replaced by name (as just described) by its ``struct_pack``. Not remembered, as a later run
         could not tell a column renamed since."""
@@ -702,22 +716,23 @@ class DuckDB:
             raise ValueError("the files the query reads changed their columns while it ran; run it again")
         return self._fetched(con, wrapped, shape)
 
-    def _fetched(self, con, sql: str, shape):
+    def _fetched(self, con, sql: str, shape) -> _Answer:
         """The result of ``sql`` (a query run as :func:`_with_exact`), fetched, its wide columns made exact."""
         types, exact_kinds, replaced = shape
-        frame, total = self._fetch(con, sql)
+        frame, total, _ = self._fetch(con, sql)
         width = len(types)
         for j, (i, kind) in enumerate(exact_kinds.items()):
             frame.isetitem(i, _exact(frame.iloc[:, i if replaced else width + j], kind))
         if not replaced and exact_kinds:
             frame = frame.iloc[:, :width]
-        return frame, types, total
+        return _Answer(frame, types, total)
 
-    def _fetch(self, con, sql: str) -> tuple[Any, int]:
-        """:func:`_fetch` of the result of ``sql``, sized by how large its last result was."""
-        frame, total, row_bytes = _fetch(con, self._sizes.get(sql))
+    def _fetch(self, con, sql: str) -> tuple[Any, int, Any]:
+        """:func:`_fetch` of the result of ``sql``, sized by how large its last result was:
+        ``(frame, total rows, cells or None)``."""
+        frame, total, row_bytes, cells = _fetch(con, self._sizes.get(sql))
         _remember(self._sizes, sql, (total, row_bytes))
-        return frame, total
+        return frame, total, cells
 
     def _opened(self) -> set[str]:
         """The files DuckDB opened since the log was last cleared; clears it."""
@@ -768,18 +783,21 @@ class DuckDB:
 
     # --- the text table -----------------------------------------------------------------------
 
-    def _table(self, frame, types: list[tuple[str, str]], total: int, *, footer: bool = True) -> str:
+    def _table(self, answer: _Answer, *, footer: bool = True) -> str:
         import pandas as pd
 
+        types, total = answer.types, answer.total
         kinds = [kind for _, kind in types]
         # str, but a DATE (a midnight timestamp in pandas) as its date and bytes as their repr
         shows = [_show_date if kind == "DATE" else _show if kind == "BLOB" else str for kind in kinds]
-        head = frame if len(frame) <= self.max_rows else frame.iloc[:self.max_rows]
-        values = head.to_numpy(dtype=object)  # as a whole: a pandas call per cell costs
-        missing = pd.isna(values).tolist()  # False for a list, dict or array, whatever it holds
-        rows = [["NULL" if gone else show(value) for value, gone, show in zip(row, gaps, shows)]
-                for row, gaps in zip(values.tolist(), missing)]
-        names, *rows = _cells([[str(name) for name, _ in types], *rows])
+        values = answer.cells  # as a whole: a pandas call per cell or column costs
+        if values is None:
+            values = answer.frame.iloc[:self.max_rows].to_numpy(dtype=object)
+        values = values[:self.max_rows]
+        columns = [list(map(show, column)) for column, show in zip(values.T.tolist(), shows)]
+        for r, c in zip(*pd.isna(values).nonzero()):  # not a list, dict or array, whatever it holds
+            columns[c][r] = "NULL"
+        names, *rows = _cells([[str(name) for name, _ in types], *map(list, zip(*columns))])
         header = " | ".join(f"{name} ({kind})" for name, kind in zip(names, kinds))
         lines = [header]
         budget = self.max_chars - len(header) - 200  # room for the footer
@@ -801,23 +819,26 @@ class DuckDB:
         return "\n".join(lines)
 
 
-def _fetch(result, hint: tuple[int, float] | None = None) -> tuple[Any, int, float]:
-    """``(frame, total rows, widest bytes per row)``: the result's first rows, at most
+def _fetch(result, hint: tuple[int, float] | None = None) -> tuple[Any, int, float, Any]:
+    """``(frame, total rows, widest bytes per row, cells)``: the result's first rows, at most
     :data:`MAX_DATA_ROWS` rows and :data:`MAX_DATA_BYTES` bytes, with every row counted. A fetch is
     sized to about ``_CHUNK_BYTES`` (and at most ``_CHUNK_VECTORS`` full vectors' rows) from the
     width and the rows per vector of the fetches before it (one DuckDB vector at least), so long
     values cannot make one fetch, or the kept frame, large. ``hint`` is ``(total rows, bytes per
     row)`` of the same query's last result: the first fetch then asks for one vector more than it
     had rows (as many as full vectors that wide fit in :data:`MAX_DATA_BYTES`), so a result like
-    the last one comes in one fetch that shows its end, rather than in two or more."""
+    the last one comes in one fetch that shows its end, rather than in two or more. ``cells``: a
+    frame of at most ``_FEW_ROWS`` rows fetched at once, as an object array (else None)."""
     import pandas as pd
 
-    kept, kept_rows, kept_bytes, total, widest = [], 0, 0, 0, 0.0
+    kept, kept_rows, kept_bytes, total, widest, cells = [], 0, 0, 0, 0.0, None
     vectors = 1 if hint is None else _vectors_within(hint[0] + 1, hint[1])
     measured = _measured(result.description)
     while True:
         chunk = result.fetch_df_chunk(vectors)
-        size = _bytes(chunk, measured) if len(chunk) else 0
+        # a short chunk's values taken once (a pandas call costs a small query more than its fetch)
+        cells = chunk.to_numpy(dtype=object) if not kept and 0 < len(chunk) <= _FEW_ROWS else None
+        size = _bytes(chunk, measured, cells) if len(chunk) else 0
         fit = min(len(chunk), MAX_DATA_ROWS - kept_rows)
         if size and kept_bytes + size * fit // len(chunk) > MAX_DATA_BYTES:
             fit = min(fit, (MAX_DATA_BYTES - kept_bytes) * len(chunk) // size)
@@ -838,8 +859,9 @@ def _fetch(result, hint: tuple[int, float] | None = None) -> tuple[Any, int, flo
         vectors = _vectors_within(wanted, row_bytes)
     if len(chunk):
         widest = max(widest, size / len(chunk))
-    frame = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0]
-    return frame, total, widest
+    if len(kept) > 1:
+        return pd.concat(kept, ignore_index=True), total, widest, None
+    return kept[0], total, widest, cells if kept[0] is chunk else None
 
 
 def _vectors_within(wanted: float, row_bytes: float) -> int:
@@ -857,12 +879,16 @@ def _view(con, name: str, frame) -> None:
         con.from_arrow(frame.to_arrow() if hasattr(frame, "to_arrow") else frame).create_view(name, replace=True)
 
 
-def _bytes(frame, measured: list[int]) -> int:
+def _bytes(frame, measured: list[int], cells=None) -> int:
     """The memory a frame's columns hold, their values' own included (text, lists, Decimals): the
     columns at ``measured`` measured, the others (numbers and times, see :func:`_measured`) eight
-    bytes a value, since a pandas call per column costs a small query more than its fetch."""
+    bytes a value, since a pandas call per column costs a small query more than its fetch. Given
+    ``cells`` (the frame's values as an object array) the measured columns are sized by them."""
+    fixed = 8 * len(frame) * (frame.shape[1] - len(measured))
+    if cells is not None:
+        return sum((8 * len(frame) + sum(map(sys.getsizeof, cells[:, i])) for i in measured), fixed)
     sizes = (int(frame.iloc[:, i].memory_usage(index=False, deep=True)) for i in measured)
-    return sum(sizes, 8 * len(frame) * (frame.shape[1] - len(measured)))
+    return sum(sizes, fixed)
 
 
 def _measured(description: list) -> list[int]:
@@ -949,12 +975,13 @@ def _exact(column, kind: str):
 
 
 def _from_doubles(column):
-    """A HUGEINT column as pandas holds it (doubles, NaN for NULL) as an int64 array, Int64 with
-    NULLs; None when a value is 2**53 or more in magnitude, where the double may have lost digits."""
+    """A HUGEINT column as pandas holds it (doubles, NaN for NULL; a Series or its values) as an
+    int64 array, Int64 with NULLs; None when a value is 2**53 or more in magnitude, where the double
+    may have lost digits."""
     import numpy as np
     import pandas as pd
 
-    values = column.to_numpy(dtype="float64")
+    values = np.asarray(column, dtype="float64")
     if (np.abs(values) < _EXACT_FLOAT).all():  # NaN is not: NULLs are looked for only when needed
         return values.astype("int64")
     missing = np.isnan(values)
