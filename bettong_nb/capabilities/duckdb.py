@@ -66,6 +66,7 @@ import io
 import json
 import os
 import re
+import stat
 import sys
 import threading
 import time
@@ -253,6 +254,7 @@ class DuckDB:
         # against never changes, since no query can change it. An agent often runs the same query again.
         self._scans: dict[str, _Scan] = {}
         self._plans_passed: dict[str, None] = {}
+        self._checks: dict[str, tuple] = {}  # by SQL text: what _checked found, and what its paths resolved to
         self._shapes: dict[str, tuple[int, ...]] = {}  # by SQL text: its columns read exactly (see _answer)
         self._sizes: dict[str, tuple[int, float]] = {}  # by SQL text run: its last result's rows and width
         self._unread = 0  # queries since the file log was last cleared whose files were all checked before
@@ -381,12 +383,22 @@ class DuckDB:
 
     def _checked(self, sql: str) -> tuple[str, bool]:
         """The query to run (one read-only statement, relative paths made absolute), and whether
-        every file it can open was named by a literal path and judged here (see :meth:`_rewrite`)."""
+        every file it can open was named by a literal path and judged here (see :meth:`_rewrite`).
+        Remembered by its text with what each path resolved to, and used again while each resolves
+        so still (checking it again cost a small query 2%); a path that now resolves otherwise (a
+        file replaced by a symlink, say) has the query judged again."""
+        known = self._checks.get(sql)
+        if known is not None and all(self._resolved(full) == found for full, found in known[2]):
+            return known[0], known[1]
         scan = self._literals(sql)
-        rewritten, checked = self._rewrite(sql, scan.literals)
+        rewritten, checked, resolved = self._rewrite(sql, scan.literals)
         if rewritten != sql:
             self._literals(rewritten)  # the rewrite only swapped literals; make sure of it
-        return rewritten, checked and not scan.opaque
+        checked = checked and not scan.opaque
+        if resolved is not None:
+            with self._lock:  # calls come from several threads
+                _remember(self._checks, sql, (rewritten, checked, resolved))
+        return rewritten, checked
 
     def _literals(self, sql: str) -> _Scan:
         """:meth:`_scan` of a query that passed the statement checks, remembered by its text (which
@@ -468,10 +480,11 @@ class DuckDB:
         visit(tree.get("statements"))
         return _Scan(literals, opaque)
 
-    def _rewrite(self, sql: str, literals: dict[int | None, list[tuple[str, str]]]) -> tuple[str, bool]:
-        """``sql`` with each path literal relative to the root made absolute (or an Excel view); and
+    def _rewrite(self, sql: str, literals: dict[int | None, list[tuple[str, str]]]) -> tuple[str, bool, list | None]:
+        """``sql`` with each path literal relative to the root made absolute (or an Excel view);
         whether every one of them was judged by :meth:`_replacement` as one regular file and no
-        credential file, which DuckDB then opens by that very path (so the file log has nothing to add)."""
+        credential file, which DuckDB then opens by that very path (so the file log has nothing to
+        add); and what the judged paths resolved to (see :meth:`_replacement`), None with an Excel view."""
         import duckdb as _duckdb
 
         data = sql.encode("utf-8")
@@ -483,7 +496,7 @@ class DuckDB:
                 for text, role in unplaced:
                     if quoted is not None and quoted[1] == text:
                         places.setdefault(offset, (text, role))
-        judged = set()
+        judged, resolved = set(), []
         for offset in sorted(places, reverse=True):
             path, role = places[offset]
             quoted = _quoted_at(data, offset)
@@ -491,29 +504,56 @@ class DuckDB:
                 continue  # not written as a quoted literal here (an identifier, a CTE): leave it
             if role == "table" and not any(c in path for c in "./*"):
                 continue
-            replacement, checked = self._replacement(path)
+            replacement, checked, resolution = self._replacement(path)
             if replacement is not None:
                 data = data[:offset] + replacement.encode("utf-8") + data[quoted[0]:]
             if checked:
                 judged.add(offset)
+            if resolved is not None and resolution is not None:
+                resolved = None if resolution[1] is None else resolved + [resolution]
         judged_texts = {places[offset][0] for offset in judged}
         every = judged == set(places) and all(text in judged_texts for text, _ in literals.get(None, ()))
-        return data.decode("utf-8"), every
+        return data.decode("utf-8"), every, resolved
 
-    def _replacement(self, path: str) -> tuple[str | None, bool]:
+    def _replacement(self, path: str) -> tuple[str | None, bool, tuple | None]:
         """What a path literal becomes: the absolute path inside the root, an Excel view, or None (as
-        is); and whether it was judged here: no glob, and one regular file that is no credential file."""
+        is); whether it was judged here: no glob, and one regular file that is no credential file;
+        and what that rests on: ``(full path, its resolution)`` (:meth:`_resolved`; None for an
+        Excel file, whose view is made again whenever the file changed), or None for no path on disk."""
         if self._root_path is None or "://" in path or path.startswith("~"):
-            return None, False
+            return None, False, None
         full = os.path.normpath(os.path.join(self._root_path, path))
         if _has_glob(path):
-            return _sql_string(full), False
-        real = os.path.realpath(full)
+            return _sql_string(full), False, None
+        real, regular = found = self._resolved(full)
         if is_credential_path(real):
             raise PermissionError(f"{path} is a credential file; credential files are never read")
-        if real.lower().endswith(_EXCEL):
-            return '"' + self._excel_view(path).replace('"', '""') + '"', True  # read here, by the confined root
-        return _sql_string(full), os.path.isfile(real)
+        if real.lower().endswith(_EXCEL):  # read here, by the confined root
+            return '"' + self._excel_view(path).replace('"', '""') + '"', True, (full, None)
+        return _sql_string(full), regular, (full, found)
+
+    def _resolved(self, full: str) -> tuple[str, bool]:
+        """The real path of ``full`` (absolute, normalised), and whether it is a regular file. When
+        neither the root nor any part of the path below it is a symlink (an lstat each), that is
+        ``full`` itself: ``os.path.realpath`` resolves every part from ``/`` and costs a small query
+        as much as this whole check. (The root's own parents were resolved when it was given.)"""
+        prefix = self._root_path + os.sep
+        if full.startswith(prefix):
+            try:
+                info = os.lstat(self._root_path)
+                part = self._root_path
+                for name in full[len(prefix):].split(os.sep):
+                    if stat.S_ISLNK(info.st_mode):
+                        break
+                    part += os.sep + name
+                    info = os.lstat(part)
+                else:
+                    if not stat.S_ISLNK(info.st_mode):
+                        return full, stat.S_ISREG(info.st_mode)
+            except OSError:  # missing, or not a directory: as realpath has it
+                pass
+        real = os.path.realpath(full)
+        return real, os.path.isfile(real)
 
     def _source(self, path: str) -> tuple[str, bool]:
         """describe_data's FROM clause for a table name, a file or a glob, and whether the file it
@@ -532,7 +572,7 @@ class DuckDB:
         if reader is None and not excel:
             raise ValueError(f"describe_data reads CSV, TSV, Parquet, JSON, NDJSON and Excel files; "
                              f"{path} is none of these")
-        replacement, checked = self._replacement(path)
+        replacement, checked, _ = self._replacement(path)
         source = replacement or _sql_string(path)
         return (source if excel else f"{reader}({source})"), checked
 
@@ -680,7 +720,7 @@ class DuckDB:
         if any(types[i][1] != "HUGEINT" for i in wide):
             con.abort()
             return None
-        frame, total, cells = self._fetch(con, sql)
+        frame, total, cells = self._fetch(con, sql, [kind for _, kind in types])
         # from the cells when taken: a pandas column access costs a small query more than this
         columns = [_from_doubles(frame.iloc[:, i] if cells is None else cells[:, i]) for i in wide]
         if any(column is None for column in columns):
@@ -719,7 +759,7 @@ class DuckDB:
     def _fetched(self, con, sql: str, shape) -> _Answer:
         """The result of ``sql`` (a query run as :func:`_with_exact`), fetched, its wide columns made exact."""
         types, exact_kinds, replaced = shape
-        frame, total, _ = self._fetch(con, sql)
+        frame, total, _ = self._fetch(con, sql, [str(kind) for _, kind, *_ in con.description])
         width = len(types)
         for j, (i, kind) in enumerate(exact_kinds.items()):
             frame.isetitem(i, _exact(frame.iloc[:, i if replaced else width + j], kind))
@@ -727,10 +767,10 @@ class DuckDB:
             frame = frame.iloc[:, :width]
         return _Answer(frame, types, total)
 
-    def _fetch(self, con, sql: str) -> tuple[Any, int, Any]:
+    def _fetch(self, con, sql: str, kinds: list[str]) -> tuple[Any, int, Any]:
         """:func:`_fetch` of the result of ``sql``, sized by how large its last result was:
         ``(frame, total rows, cells or None)``."""
-        frame, total, row_bytes, cells = _fetch(con, self._sizes.get(sql))
+        frame, total, row_bytes, cells = _fetch(con, kinds, self._sizes.get(sql))
         _remember(self._sizes, sql, (total, row_bytes))
         return frame, total, cells
 
@@ -819,7 +859,7 @@ class DuckDB:
         return "\n".join(lines)
 
 
-def _fetch(result, hint: tuple[int, float] | None = None) -> tuple[Any, int, float, Any]:
+def _fetch(result, kinds: list[str], hint: tuple[int, float] | None = None) -> tuple[Any, int, float, Any]:
     """``(frame, total rows, widest bytes per row, cells)``: the result's first rows, at most
     :data:`MAX_DATA_ROWS` rows and :data:`MAX_DATA_BYTES` bytes, with every row counted. A fetch is
     sized to about ``_CHUNK_BYTES`` (and at most ``_CHUNK_VECTORS`` full vectors' rows) from the
@@ -827,13 +867,14 @@ def _fetch(result, hint: tuple[int, float] | None = None) -> tuple[Any, int, flo
     values cannot make one fetch, or the kept frame, large. ``hint`` is ``(total rows, bytes per
     row)`` of the same query's last result: the first fetch then asks for one vector more than it
     had rows (as many as full vectors that wide fit in :data:`MAX_DATA_BYTES`), so a result like
-    the last one comes in one fetch that shows its end, rather than in two or more. ``cells``: a
-    frame of at most ``_FEW_ROWS`` rows fetched at once, as an object array (else None)."""
+    the last one comes in one fetch that shows its end, rather than in two or more. ``kinds``: the
+    result's column types. ``cells``: a frame of at most ``_FEW_ROWS`` rows fetched at once, as an
+    object array (else None)."""
     import pandas as pd
 
     kept, kept_rows, kept_bytes, total, widest, cells = [], 0, 0, 0, 0.0, None
     vectors = 1 if hint is None else _vectors_within(hint[0] + 1, hint[1])
-    measured = _measured(result.description)
+    measured = _measured(kinds)
     while True:
         chunk = result.fetch_df_chunk(vectors)
         # a short chunk's values taken once (a pandas call costs a small query more than its fetch)
@@ -891,11 +932,10 @@ def _bytes(frame, measured: list[int], cells=None) -> int:
     return sum(sizes, fixed)
 
 
-def _measured(description: list) -> list[int]:
-    """The columns of a result whose size in pandas depends on their values: all but those pandas
-    holds in numpy arrays of at most eight bytes a value."""
-    return [i for i, (_, kind, *_) in enumerate(description)
-            if not (str(kind) in _FIXED_WIDTH or str(kind).startswith(("DECIMAL(", "TIMESTAMP")))]
+def _measured(kinds: list[str]) -> list[int]:
+    """The columns of a result (of DuckDB types ``kinds``) whose size in pandas depends on their
+    values: all but those pandas holds in numpy arrays of at most eight bytes a value."""
+    return [i for i, kind in enumerate(kinds) if not (kind in _FIXED_WIDTH or kind.startswith(("DECIMAL(", "TIMESTAMP")))]
 
 
 def _remember(cache: dict, key: str, value: Any, *, size: int = 256) -> None:
