@@ -84,7 +84,10 @@ MAX_DATA_ROWS = 1_000_000  # rows of a result kept as the person's DataFrame
 MAX_DATA_BYTES = 100_000_000  # and its size in memory: wide rows stop being kept sooner
 _SAMPLE_ROWS = 5  # rows describe_data shows
 _CELL_CHARS = 60  # longest cell shown in the text table
-_FEW_ROWS = 256  # a result this short is sized by its values as Python objects (see _bytes)
+# A result of at most this many rows and bytes the last time its query ran has its values taken once
+# as Python objects (see _fetch), which a long text would double in memory.
+_FEW_ROWS = 256
+_FEW_BYTES = 1_000_000
 _CHUNK_VECTORS = 16  # at most this many DuckDB vectors (2048 rows each) fetched at a time ...
 _CHUNK_BYTES = 8_000_000  # ... fewer when the rows are wide, so one fetch stays about this size
 _EXCEL_BYTES = 50_000_000
@@ -868,17 +871,18 @@ def _fetch(result, kinds: list[str], hint: tuple[int, float] | None = None) -> t
     row)`` of the same query's last result: the first fetch then asks for one vector more than it
     had rows (as many as full vectors that wide fit in :data:`MAX_DATA_BYTES`), so a result like
     the last one comes in one fetch that shows its end, rather than in two or more. ``kinds``: the
-    result's column types. ``cells``: a frame of at most ``_FEW_ROWS`` rows fetched at once, as an
-    object array (else None)."""
+    result's column types. ``cells``: a frame fetched at once, as an object array, when it and the
+    last result were short (:data:`_FEW_ROWS`, :data:`_FEW_BYTES`); else None."""
     import pandas as pd
 
     kept, kept_rows, kept_bytes, total, widest, cells = [], 0, 0, 0, 0.0, None
+    few = hint is not None and hint[0] <= _FEW_ROWS and hint[0] * hint[1] <= _FEW_BYTES
     vectors = 1 if hint is None else _vectors_within(hint[0] + 1, hint[1])
     measured = _measured(kinds)
     while True:
         chunk = result.fetch_df_chunk(vectors)
         # a short chunk's values taken once (a pandas call costs a small query more than its fetch)
-        cells = chunk.to_numpy(dtype=object) if not kept and 0 < len(chunk) <= _FEW_ROWS else None
+        cells = chunk.to_numpy(dtype=object) if few and not kept and 0 < len(chunk) <= _FEW_ROWS else None
         size = _bytes(chunk, measured, cells) if len(chunk) else 0
         fit = min(len(chunk), MAX_DATA_ROWS - kept_rows)
         if size and kept_bytes + size * fit // len(chunk) > MAX_DATA_BYTES:

@@ -507,6 +507,34 @@ def test_nulls_newlines_and_pipes_are_shown_unambiguously(analyst):
     assert out.text.endswith("(1 row)")
 
 
+def test_a_short_result_asked_again_reads_the_same_whatever_its_types(monkeypatch):
+    """A query asked again whose last result was short takes its values once as Python objects for
+    its size, its HUGEINT columns and its text table: text and frame equal the first run's, NULLs of
+    every type, long and secret-bearing text included; a wide one reads the same on either way."""
+    monkeypatch.setenv("BETTONG_TEST_API_KEY", "sk-cellsecret-0123456789abcdef")
+    db = caps.duckdb(tables={"t": pd.DataFrame({"x": [1, 2, 3]})}, max_rows=3)
+    sql = ("SELECT x, x::DOUBLE / 2 AS half, CASE WHEN x = 2 THEN NULL ELSE 'v' || x END AS s, "
+           "DATE '2024-01-01' + x::INTEGER AS d, TIMESTAMP '2024-01-01 10:00' + to_hours(x) AS ts, "
+           "CASE WHEN x = 1 THEN NULL ELSE x END AS maybe, x > 1 AS flag, "
+           "CASE WHEN x = 3 THEN NULL ELSE x > 2 END AS maybe_flag, [x, NULL] AS l, {'k': x} AS st, "
+           "'\\x00\\x01'::BLOB AS b, 1.25::DECIMAL(5,2) AS dec, sum(x) OVER () AS total, "
+           "CASE WHEN x = 3 THEN NULL ELSE sum(x) OVER (ORDER BY x) END AS running, "
+           "CASE WHEN x = 1 THEN repeat('long|text ', 20) || 'sk-cellsecret-0123456789abcdef' END AS note, "
+           "NULL::DOUBLE AS nothing FROM t ORDER BY x")
+    first = db.query(sql)
+    assert "cellsecret" not in first.text and "NULL" in first.text
+    for _ in range(2):
+        again = db.query(sql)
+        assert again.text == first.text
+        pd.testing.assert_frame_equal(again.data, first.data)
+    assert [t for _, t in db._run(sql).types][12:14] == ["HUGEINT", "HUGEINT"]
+    wide = "SELECT repeat('y', 400000) AS s, range AS n FROM range(5)"
+    for _ in range(2):
+        out = db.query(wide)
+        assert out.data["n"].tolist() == [0, 1, 2, 3, 4] and out.data["s"].str.len().tolist() == [400000] * 5
+        assert out.text.splitlines()[1:4] == ["y" * 59 + f"… | {n}" for n in range(3)]
+
+
 def test_an_empty_result_keeps_its_columns(analyst):
     out = analyst.query("SELECT order_id FROM 'sales/2022.parquet' WHERE quantity < 0")
     assert list(out.data.columns) == ["order_id"] and len(out.data) == 0
