@@ -499,7 +499,7 @@ class DuckDB:
                 for text, role in unplaced:
                     if quoted is not None and quoted[1] == text:
                         places.setdefault(offset, (text, role))
-        judged, resolved = set(), []
+        judged, resolved, excel = set(), [], False
         for offset in sorted(places, reverse=True):
             path, role = places[offset]
             quoted = _quoted_at(data, offset)
@@ -512,11 +512,12 @@ class DuckDB:
                 data = data[:offset] + replacement.encode("utf-8") + data[quoted[0]:]
             if checked:
                 judged.add(offset)
-            if resolved is not None and resolution is not None:
-                resolved = None if resolution[1] is None else resolved + [resolution]
+            if resolution is not None:
+                excel = excel or resolution[1] is None
+                resolved.append(resolution)
         judged_texts = {places[offset][0] for offset in judged}
         every = judged == set(places) and all(text in judged_texts for text, _ in literals.get(None, ()))
-        return data.decode("utf-8"), every, resolved
+        return data.decode("utf-8"), every, None if excel else resolved
 
     def _replacement(self, path: str) -> tuple[str | None, bool, tuple | None]:
         """What a path literal becomes: the absolute path inside the root, an Excel view, or None (as
@@ -835,7 +836,8 @@ class DuckDB:
         shows = [_show_date if kind == "DATE" else _show if kind == "BLOB" else str for kind in kinds]
         values = answer.cells  # as a whole: a pandas call per cell or column costs
         if values is None:
-            values = answer.frame.iloc[:self.max_rows].to_numpy(dtype=object)
+            frame = answer.frame
+            values = (frame if len(frame) <= self.max_rows else frame.iloc[:self.max_rows]).to_numpy(dtype=object)
         values = values[:self.max_rows]
         columns = [list(map(show, column)) for column, show in zip(values.T.tolist(), shows)]
         for r, c in zip(*pd.isna(values).nonzero()):  # not a list, dict or array, whatever it holds
