@@ -47,8 +47,8 @@ Confinement, in layers:
   ``.env``), a path computed in SQL (``'.e' || 'nv'``) or a harmless-named symlink to a key
   reads nothing back. A literal path naming one regular file (the common case) is judged before
   the query, by the real path DuckDB will open, and refused there; a query whose every path is
-  such a literal does not need the log read. (``read_blob`` without its content column reads
-  only a file's size.)
+  such a literal does not need the log, and runs on a second in-memory database, alike but for
+  keeping none. (``read_blob`` without its content column reads only a file's size.)
 * Values are redacted before they are cut or escaped for the text table (a cell longer than 60
   characters, or holding a line break, ``|`` or ``\\``), so a secret astride the cut is hidden
   whole; a value DuckDB quotes cut short in an error message is withheld.
@@ -149,7 +149,6 @@ _REFUSED_FUNCTIONS = frozenset({"current_setting", "getenv", "getvariable", "wri
                                 "json_execute_serialized_sql", "setseed"})  # setseed: random() of the next query
 _FRAME_MODULES = frozenset({"pandas", "polars", "pyarrow"})
 _IDLE_SECONDS = 60  # the timeout thread ends after this long with no query running
-_UNREAD_QUERIES = 64  # the file log is cleared after this many queries that had no need to read it
 _EXACT_FLOAT = 2 ** 53  # a double holds every integer of smaller magnitude exactly
 # DuckDB types a pandas frame holds in a numpy array of at most eight bytes a value (a HUGEINT and a
 # DECIMAL as doubles, times as datetime64 / timedelta64), besides DECIMAL(...) and TIMESTAMP...
@@ -248,7 +247,7 @@ class DuckDB:
                 raise FileNotFoundError(f"The data root {os.fspath(self.root)} is not an existing directory")
         self._files = None if self._root_path is None else Root(self._root_path, owner="a duckdb capability")
         self._table_names = tuple(self.tables or ())
-        self._lock = threading.Lock()  # one query at a time: the connection, its log and views are shared
+        self._lock = threading.Lock()  # one query at a time: the databases, the log and the views are shared
         self._running: tuple[object, Any] | None = None  # the query a timer may interrupt, and its connection
         self._state = threading.Lock()  # so a late timer cannot interrupt the next query
         self._excel_views: dict[str, tuple[tuple[int, int], str]] = {}
@@ -260,8 +259,11 @@ class DuckDB:
         self._checks: dict[str, tuple] = {}  # by SQL text: what _checked found, and what its paths resolved to
         self._shapes: dict[str, tuple[int, ...]] = {}  # by SQL text: its columns read exactly (see _answer)
         self._sizes: dict[str, tuple[int, float]] = {}  # by SQL text run: its last result's rows and width
-        self._unread = 0  # queries since the file log was last cleared whose files were all checked before
-        self._con = self._connect()
+        # Two in-memory databases alike but for the file log: a query whose every file was judged
+        # before it runs (see _rewrite) runs where nothing logs, as writing the log costs a small
+        # query 4% and it would never be read; any other runs on the logged one, which reads its log.
+        self._con = self._connect(log_files=True)
+        self._unlogged = self._connect(log_files=False)
         self.instructions = self._instructions()
         self.tools = [
             Tool(name="query_data", handler=self.query_data,
@@ -284,7 +286,7 @@ class DuckDB:
 
     # --- setup --------------------------------------------------------------------------------
 
-    def _connect(self):
+    def _connect(self, *, log_files: bool):
         import duckdb as _duckdb
 
         config = {"temp_directory": "",  # never spill to disk (it would be the kernel's cwd)
@@ -304,7 +306,8 @@ class DuckDB:
         con.execute("SET allowed_directories = ?", [allowed])
         con.execute("SET enable_external_access = false")
         con.execute("SET allow_extension_repositories = 'forbidden'")
-        con.execute("CALL enable_logging('FileSystem')")
+        if log_files:
+            con.execute("CALL enable_logging('FileSystem')")
         # a slow query would otherwise draw DuckDB's own progress widget into the notebook cell
         con.execute("SET enable_progress_bar = false")
         con.execute("SET lock_configuration = true")
@@ -599,7 +602,8 @@ class DuckDB:
             raise RuntimeError("reading Excel files needs openpyxl: pip install openpyxl") from None
         name = f"excel:{path}"
         with self._lock:
-            _view(self._con, name, frame)
+            for con in (self._con, self._unlogged):
+                _view(con, name, frame)
         self._excel_views[path] = (stamp, name)
         return name
 
@@ -608,20 +612,18 @@ class DuckDB:
     def _run(self, sql: str, checked: bool = False) -> _Answer:
         """The query's :class:`_Answer`; refused when the query opened a credential file.
         ``checked``: every file the query can open was judged before it ran (see :meth:`_rewrite`), so
-        the file log has nothing to add and is not read (reading it costs a small query a quarter of
-        its time); it is cleared now and then, and before a query whose files it must judge."""
+        it runs on the database that keeps no file log (reading the log costs a small query a
+        quarter of its time, writing it 4%); any other query's log is read, and emptied, after it."""
         import duckdb as _duckdb
 
         token = object()
         failure: Exception | None = None
         with self._lock:
-            if self._unread and not checked:
-                self._clear_log()  # what those queries opened was judged already
             # Each query runs on a connection of its own, closed after it, so nothing it made (a
             # rejects table, a temporary object or variable, whatever a future option creates) is there
             # for the next one; a plain query cannot write to the catalog they share. (An explicit
             # transaction rolled back costs a small query 7% more and would add nothing to that.)
-            con = self._con.cursor()
+            con = (self._unlogged if checked else self._con).cursor()
             with self._state:
                 self._running = (token, con)
             _WATCHDOG.arm(token, self.timeout, self._interrupt)
@@ -635,13 +637,7 @@ class DuckDB:
                 with self._state:
                     self._running = None
                 con.close()
-                if checked:
-                    self._unread += 1
-                    if self._unread >= _UNREAD_QUERIES:
-                        self._clear_log()
-                    opened = set()
-                else:
-                    opened = self._opened()
+                opened = set() if checked else self._opened()
         secret = sorted(p for p in opened if is_credential_path(os.path.realpath(p)))
         if secret:
             shown = ", ".join(self._shown(p) for p in secret)
@@ -779,11 +775,11 @@ class DuckDB:
         return frame, total, cells
 
     def _opened(self) -> set[str]:
-        """The files DuckDB opened since the log was last cleared; clears it."""
+        """The files the logged database opened since this was last asked; empties its log."""
         entries = self._con.execute("SELECT type, message FROM duckdb_logs()").fetchall()
         if not entries:
             return set()
-        self._clear_log()
+        self._con.execute("CALL truncate_duckdb_logs()")
         # the messages as they are (each READ is one), parsed here: DISTINCT and JSON in SQL cost more
         paths = set()
         for kind, message in entries:
@@ -794,10 +790,6 @@ class DuckDB:
             if isinstance(path, str) and path:
                 paths.add(path)
         return paths
-
-    def _clear_log(self) -> None:
-        self._con.execute("CALL truncate_duckdb_logs()")
-        self._unread = 0
 
     def _interrupt(self, token: object | None) -> None:
         with self._state:

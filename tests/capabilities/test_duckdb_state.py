@@ -40,9 +40,10 @@ CUT = 60  # the text table's longest cell
 
 
 def catalog(cap) -> dict[str, list]:
-    """Everything a query could leave behind, read on the capability's own connection."""
+    """Everything a query could leave behind, read on both of the capability's databases."""
     with cap._lock:
-        return {name: sorted(map(repr, cap._con.execute(f"SELECT * FROM {name}").fetchall())) for name in CATALOG}
+        return {(database, name): sorted(map(repr, con.execute(f"SELECT * FROM {name}").fetchall()))
+                for database, con in (("logged", cap._con), ("unlogged", cap._unlogged)) for name in CATALOG}
 
 
 @pytest.fixture(scope="module")
