@@ -240,11 +240,13 @@ class DuckDB:
     tools: list[Tool] = field(init=False)
 
     def __post_init__(self) -> None:
-        self._root_path = None
+        self._root_path = self._root_id = None
         if self.root is not None:
             self._root_path = os.path.realpath(os.path.expanduser(os.fspath(self.root)))
             if not os.path.isdir(self._root_path):
                 raise FileNotFoundError(f"The data root {os.fspath(self.root)} is not an existing directory")
+            found = os.stat(self._root_path)
+            self._root_id = (found.st_dev, found.st_ino)  # which directory the root is (see _resolved)
         self._files = None if self._root_path is None else Root(self._root_path, owner="a duckdb capability")
         self._table_names = tuple(self.tables or ())
         self._lock = threading.Lock()  # one query at a time: the databases, the log and the views are shared
@@ -541,13 +543,16 @@ class DuckDB:
 
     def _resolved(self, full: str) -> tuple[str, bool]:
         """The real path of ``full`` (absolute, normalised), and whether it is a regular file. When
-        neither the root nor any part of the path below it is a symlink (an lstat each), that is
+        the root is still the directory it was when given (so none of its parents was swapped for a
+        link elsewhere) and no part of the path below it is a symlink (an lstat each), that is
         ``full`` itself: ``os.path.realpath`` resolves every part from ``/`` and costs a small query
-        as much as this whole check. (The root's own parents were resolved when it was given.)"""
+        as much as this whole check."""
         prefix = self._root_path + os.sep
         if full.startswith(prefix):
             try:
                 info = os.lstat(self._root_path)
+                if (info.st_dev, info.st_ino) != self._root_id:
+                    raise FileNotFoundError  # moved: as realpath has it
                 part = self._root_path
                 for name in full[len(prefix):].split(os.sep):
                     if stat.S_ISLNK(info.st_mode):
@@ -557,7 +562,7 @@ class DuckDB:
                 else:
                     if not stat.S_ISLNK(info.st_mode):
                         return full, stat.S_ISREG(info.st_mode)
-            except OSError:  # missing, or not a directory: as realpath has it
+            except OSError:  # missing, moved, or not a directory: as realpath has it
                 pass
         real = os.path.realpath(full)
         return real, os.path.isfile(real)

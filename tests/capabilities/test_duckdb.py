@@ -134,29 +134,29 @@ def test_a_literal_path_is_judged_each_time_it_is_asked(tree, guarded):
         swapped.unlink()
 
 
-@pytest.mark.parametrize("swapped", ["part", "."])
+@pytest.mark.parametrize("swapped", ["top/root/part", "top/root", "top"])
 def test_a_remembered_query_is_judged_again_when_a_folder_on_its_path_becomes_a_symlink(tmp_path, swapped):
-    """A query's checks are remembered with what its paths resolved to: a folder below the root, or
-    the root itself, swapped for a symlink leading into a credential folder has the same text
-    refused, and answered again once it is put back."""
-    root, home = tmp_path / "root", tmp_path / "home"
+    """A query's checks are remembered with what its paths resolved to: a folder below the root,
+    the root itself or a folder above it swapped for a symlink leading into a credential folder
+    has the same text refused, and answered again once it is put back."""
+    root, keys = tmp_path / "top" / "root", tmp_path / "home" / ".ssh"
     (root / "part").mkdir(parents=True)
     (root / "part" / "t.csv").write_text("n\n1\n")
-    (home / ".ssh" / "part").mkdir(parents=True)
-    (home / ".ssh" / "part" / "t.csv").write_text(f"n\n{SECRET}\n")
-    (home / ".ssh" / "t.csv").write_text(f"n\n{SECRET}\n")
+    for below in ("t.csv", "part/t.csv", "root/part/t.csv"):  # where each swap leads the same path
+        (keys / below).parent.mkdir(parents=True, exist_ok=True)
+        (keys / below).write_text(f"n\n{SECRET}\n")
     db = caps.duckdb(root)
-    folder = (root / swapped).resolve()
+    folder, kept = tmp_path / swapped, tmp_path / "kept"
     for _ in range(2):
         for _ in range(2):
             assert db.query("SELECT n FROM 'part/t.csv'").data["n"].tolist() == [1]
-        folder.rename(tmp_path / "kept")
-        folder.symlink_to(home / ".ssh")
+        folder.rename(kept)
+        folder.symlink_to(keys)
         with pytest.raises(PermissionError, match="credential file") as refused:
             db.query("SELECT n FROM 'part/t.csv'")
         assert SECRET not in str(refused.value)
         folder.unlink()
-        (tmp_path / "kept").rename(folder)
+        kept.rename(folder)
 
 
 def test_judged_queries_leave_the_file_log_empty_and_a_glob_is_still_judged_by_it(tree, guarded):
