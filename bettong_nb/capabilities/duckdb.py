@@ -215,6 +215,14 @@ class _Scan(NamedTuple):
     opaque: bool  # a file function's path is not (only) string literals
 
 
+class _Check(NamedTuple):
+    """What :meth:`DuckDB._checked` found for a query's text, remembered while its paths resolve so."""
+
+    rewritten: str  # the query to run
+    checked: bool  # every file it can open was judged before it runs
+    resolved: list[tuple[str, tuple[str, bool]]]  # (full path, what _resolved gave) for each path judged
+
+
 class _Answer(NamedTuple):
     """A query's result as :meth:`DuckDB._run` gives it."""
 
@@ -258,7 +266,7 @@ class DuckDB:
         # against never changes, since no query can change it. An agent often runs the same query again.
         self._scans: dict[str, _Scan] = {}
         self._plans_passed: dict[str, None] = {}
-        self._checks: dict[str, tuple] = {}  # by SQL text: what _checked found, and what its paths resolved to
+        self._checks: dict[str, _Check] = {}  # by SQL text (see _checked)
         self._shapes: dict[str, tuple[int, ...]] = {}  # by SQL text: its columns read exactly (see _answer)
         self._sizes: dict[str, tuple[int, float]] = {}  # by SQL text run: its last result's rows and width
         # Two in-memory databases alike but for the file log: a query whose every file was judged
@@ -396,8 +404,8 @@ class DuckDB:
         so still (checking it again cost a small query 2%); a path that now resolves otherwise (a
         file replaced by a symlink, say) has the query judged again."""
         known = self._checks.get(sql)
-        if known is not None and all(self._resolved(full) == found for full, found in known[2]):
-            return known[0], known[1]
+        if known is not None and all(self._resolved(full) == found for full, found in known.resolved):
+            return known.rewritten, known.checked
         scan = self._literals(sql)
         rewritten, checked, resolved = self._rewrite(sql, scan.literals)
         if rewritten != sql:
@@ -405,7 +413,7 @@ class DuckDB:
         checked = checked and not scan.opaque
         if resolved is not None:
             with self._lock:  # calls come from several threads
-                _remember(self._checks, sql, (rewritten, checked, resolved))
+                _remember(self._checks, sql, _Check(rewritten, checked, resolved))
         return rewritten, checked
 
     def _literals(self, sql: str) -> _Scan:
@@ -550,19 +558,17 @@ class DuckDB:
         prefix = self._root_path + os.sep
         if full.startswith(prefix):
             try:
-                info = os.lstat(self._root_path)
-                if (info.st_dev, info.st_ino) != self._root_id:
-                    raise FileNotFoundError  # moved: as realpath has it
-                part = self._root_path
-                for name in full[len(prefix):].split(os.sep):
-                    if stat.S_ISLNK(info.st_mode):
-                        break
-                    part += os.sep + name
-                    info = os.lstat(part)
-                else:
-                    if not stat.S_ISLNK(info.st_mode):
+                info = os.lstat(self._root_path)  # a symlink put in its place is another inode too
+                if (info.st_dev, info.st_ino) == self._root_id:
+                    part = self._root_path
+                    for name in full[len(prefix):].split(os.sep):
+                        part += os.sep + name
+                        info = os.lstat(part)
+                        if stat.S_ISLNK(info.st_mode):
+                            break
+                    else:
                         return full, stat.S_ISREG(info.st_mode)
-            except OSError:  # missing, moved, or not a directory: as realpath has it
+            except OSError:  # missing, or not a directory: as realpath has it
                 pass
         real = os.path.realpath(full)
         return real, os.path.isfile(real)
